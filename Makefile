@@ -1,0 +1,48 @@
+# dcoc: two commands for a newcomer -- `make demo` and `make test`.
+# Both create a project-local virtualenv (.venv) on first use.  torch is installed
+# first, pinned to the CPU build (2.13.0), so that no multi-GB CUDA build is pulled.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+DCOC   := $(VENV)/bin/dcoc
+STAMP  := $(VENV)/.dcoc-installed
+# Test workers: pytest-xdist processes (2 cores on the reference machine).
+JOBS   ?= 2
+
+.PHONY: install demo test test-all bench bench-full clean help
+
+help:
+	@echo "make demo      install, then tune ResNet-18 for the pynq VTA on the simulator (a few minutes)"
+	@echo "make test      install, then run the default test suite"
+	@echo "make test-all  also run the slow tests"
+	@echo "make bench     quick benchmark suite -> docs/RESULTS.md, docs/img/*.png (~20 min)"
+	@echo "make clean     remove the virtualenv and caches"
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[test]'
+	@touch $(STAMP)
+
+demo: install
+	$(DCOC) tune resnet18 --target vta --board pynq --trials 300 --seed 0 --work-dir runs/demo
+
+test: install
+	$(PY) -m pytest -q -n $(JOBS) --durations=15
+
+test-all: install
+	$(PY) -m pytest -q -n $(JOBS) -m "slow or not slow"
+
+bench: install
+	$(PY) -m scripts.bench --suite quick
+
+bench-full: install
+	$(PY) -m scripts.bench --suite full
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

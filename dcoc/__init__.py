@@ -1,0 +1,22 @@
+"""dcoc: hardware/software co-optimizing autotuner for Apache TVM.
+
+Public entry points (imported lazily so ``import dcoc`` stays cheap and never loads TVM):
+
+* :func:`dcoc.tune` -- tune a whole model (ONNX path or zoo name) for ``vta`` or ``llvm``
+* :func:`dcoc.tune_task` -- tune one VTA workload
+* :mod:`dcoc.vta` -- the VTA-style accelerator model and simulator
+* :class:`dcoc.DcocError` -- the exception for bad input
+"""
+from dcoc.errors import DcocError
+
+__version__ = "0.1.0"
+
+__all__ = ["DcocError", "tune", "tune_task", "__version__"]
+
+
+def __getattr__(name):  # PEP 562 lazy attributes
+    if name in ("tune", "tune_task", "TuneResult", "TaskResult"):
+        from dcoc import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'dcoc' has no attribute {name!r}")

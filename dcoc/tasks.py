@@ -1,0 +1,52 @@
+"""The task: one tunable operator workload extracted from a model.
+
+This module is the contract between the TVM frontend (``tvm_plugin.frontend``, which
+fills it) and everything downstream (spaces, tuners, the VTA model).  It never imports
+tvm: the MetaSchedule task for llvm/cuda targets travels opaquely in ``ms_task``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: operator kinds a task can have
+KINDS = ("conv2d", "depthwise_conv2d", "grouped_conv2d", "dense", "batch_matmul", "other")
+
+
+@dataclass
+class Task:
+    """One distinct workload and how often it occurs in the model.
+
+    Attributes
+    ----------
+    name: stable, human-readable name (unique within a model), e.g. ``conv2d_56x56_64x64_k3s1``.
+    kind: one of :data:`KINDS`.
+    workload: the full workload as plain ints.  conv2d kinds: ``batch, in_channels,
+        out_channels, height, width, kernel_h, kernel_w, stride_h, stride_w, pad_top,
+        pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups, out_height,
+        out_width``.  dense/batch_matmul: ``batch`` (number of independent matmuls), ``m``,
+        ``n``, ``k``.  other: whatever the frontend can tell (may be empty).
+    weight: number of occurrences in the model.
+    macs: multiply-accumulates of one occurrence (0 if unknown).
+    device: ``"vta"`` / ``"cpu"`` for the VTA target, the target kind otherwise.
+    ms_task: the MetaSchedule ``ExtractedTask`` (llvm/cuda targets only).
+    """
+
+    name: str
+    kind: str
+    workload: dict[str, int]
+    weight: int = 1
+    macs: int = 0
+    device: str = "cpu"
+    ms_task: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def flops(self) -> int:
+        """FLOPs of one occurrence (2 per MAC)."""
+        return 2 * self.macs
+
+    @property
+    def key(self) -> str:
+        """A workload key stable across runs and models (used by the records database)."""
+        items = ",".join(f"{k}={self.workload[k]}" for k in sorted(self.workload))
+        return f"{self.kind}({items})"

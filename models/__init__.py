@@ -1,0 +1,1 @@
+"""dcoc model zoo."""
