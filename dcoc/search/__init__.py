@@ -1,0 +1,19 @@
+"""Search infrastructure shared by every tuner: spaces, tasks, measurers, records."""
+from dcoc.search.measure import (
+    FunctionMeasurer,
+    MeasureErrorNo,
+    MeasureInput,
+    MeasureResult,
+    Measurer,
+    ReplayMeasurer,
+    VTASimMeasurer,
+    measure_option,
+)
+from dcoc.search.records import Records
+from dcoc.search.space import Knob, Space, product
+from dcoc.search.task import TuningTask
+
+__all__ = [
+    "FunctionMeasurer", "Knob", "MeasureErrorNo", "MeasureInput", "MeasureResult", "Measurer",
+    "Records", "ReplayMeasurer", "Space", "TuningTask", "VTASimMeasurer", "measure_option", "product",
+]

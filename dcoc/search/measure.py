@@ -1,0 +1,263 @@
+"""Measurers: a batch of configs in, one result per config out.
+
+Every measurement counts as one trial.  A measurer never raises for a bad config: an
+invalid schedule, a crash of the worker or a timeout becomes an error result
+(``error_no != 0``, ``cost == inf``) and tuning goes on.
+
+* :class:`Measurer` -- the interface (``measure(task, configs) -> list[MeasureResult]``).
+* :class:`FunctionMeasurer` -- measures with a plain Python function ``f(task, config) ->
+  (cost_seconds, info)``; in-process (``n_workers=0``) or in a process pool.
+* :class:`VTASimMeasurer` -- the VTA timing simulator in a pool of worker processes.
+* :class:`ReplayMeasurer` -- wraps another measurer and answers configs already in a
+  records database from the records (resume without re-measuring).
+
+Process pools are `pebble <https://pebble.readthedocs.io>`_ pools: each measurement has
+its own timeout, and a worker that crashes or hangs is replaced without ending the run.
+"""
+from __future__ import annotations
+
+import enum
+import math
+import multiprocessing as mp
+import os
+import time
+import traceback
+from collections import namedtuple
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Callable, Sequence
+
+from dcoc.search.task import TuningTask
+
+
+class MeasureErrorNo(enum.IntEnum):
+    """AutoTVM's error codes (``autotvm/measure/measure.py``)."""
+
+    NO_ERROR = 0
+    INSTANTIATION_ERROR = 1  # invalid config (the schedule cannot be built)
+    COMPILE_HOST = 2
+    COMPILE_DEVICE = 3
+    RUNTIME_DEVICE = 4  # the measurement itself failed (worker crashed, RPC lost)
+    WRONG_ANSWER = 5
+    BUILD_TIMEOUT = 6
+    RUN_TIMEOUT = 7
+    UNKNOWN_ERROR = 8
+
+
+MeasureInput = namedtuple("MeasureInput", ["target", "task", "config"])
+
+
+class MeasureResult(
+    namedtuple("MeasureResult", ["costs", "error_no", "all_cost", "timestamp", "error_msg", "info"])
+):
+    """Result of one measurement (AutoTVM's fields plus ``error_msg`` and ``info``).
+
+    costs: tuple of measured seconds (empty when the measurement failed).
+    error_no: a :class:`MeasureErrorNo`.
+    all_cost: wall seconds the measurement took (building + running / simulating).
+    timestamp: time.time() when it finished.
+    error_msg: one line, or None.
+    info: extra numbers (e.g. ``cycles``) as a dict.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, costs, error_no=0, all_cost=0.0, timestamp=None, error_msg=None, info=None):
+        return super().__new__(
+            cls, tuple(costs), int(error_no), float(all_cost),
+            time.time() if timestamp is None else timestamp, error_msg, info or {},
+        )
+
+    @property
+    def valid(self) -> bool:
+        return self.error_no == MeasureErrorNo.NO_ERROR and bool(self.costs)
+
+    @property
+    def cost(self) -> float:
+        """Mean measured seconds; ``inf`` for failed measurements."""
+        return sum(self.costs) / len(self.costs) if self.valid else math.inf
+
+    @classmethod
+    def error(cls, error_no, msg, all_cost=0.0, info=None) -> "MeasureResult":
+        return cls((), error_no, all_cost, None, " ".join(str(msg).split())[:500], info)
+
+
+class Measurer:
+    """Interface: measure a batch of configs of one task.
+
+    Subclasses implement :meth:`measure`; ``n_parallel`` tells tuners how many configs a
+    batch should hold to keep the measurer busy (AutoTVM's ``measure_batch.n_parallel``).
+    """
+
+    n_parallel: int = 1
+
+    def measure(self, task: TuningTask, configs: Sequence[dict]) -> list[MeasureResult]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release workers (pools, RPC sessions)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+_BLOB_CACHE: dict = {}
+
+
+def _call_blob(blob: bytes, config):
+    """Worker side of a pool measurement: unpickle (fn, task) once per batch, then measure."""
+    import cloudpickle
+
+    key = hash(blob)
+    if key not in _BLOB_CACHE:
+        if len(_BLOB_CACHE) > 8:
+            _BLOB_CACHE.clear()
+        _BLOB_CACHE[key] = cloudpickle.loads(blob)
+    fn, task = _BLOB_CACHE[key]
+    return _call_measure(fn, task, config)
+
+
+def _call_measure(fn, task, config):
+    """Worker-side wrapper: run ``fn`` and convert exceptions to an error result."""
+    t0 = time.perf_counter()
+    try:
+        out = fn(task, config)
+    except Exception as exc:  # noqa: BLE001 - a bad config must not end the run
+        tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        return MeasureResult.error(MeasureErrorNo.RUNTIME_DEVICE, tb, time.perf_counter() - t0)
+    if isinstance(out, MeasureResult):
+        return out
+    cost, info = out if isinstance(out, tuple) else (out, {})
+    wall = time.perf_counter() - t0
+    if cost is None or not math.isfinite(cost):
+        reason = (info or {}).get("reason", "invalid config")
+        return MeasureResult.error(MeasureErrorNo.INSTANTIATION_ERROR, reason, wall, info)
+    return MeasureResult((float(cost),), MeasureErrorNo.NO_ERROR, wall, None, None, info)
+
+
+class FunctionMeasurer(Measurer):
+    """Measure with ``fn(task, config) -> cost_seconds | (cost_seconds, info) | MeasureResult``.
+
+    ``cost`` of None/inf means the config is invalid (``info["reason"]`` says why).
+
+    Parameters
+    ----------
+    fn: the measuring function (shipped to workers with cloudpickle for ``n_workers > 0``).
+    n_workers: worker processes; 0 measures in this process (no timeout enforcement);
+        None means one per CPU core.
+    timeout: seconds allowed per measurement (pool mode); a timeout is an error result.
+    """
+
+    def __init__(self, fn: Callable, n_workers: int | None = 0, timeout: float = 60.0):
+        self.fn = fn
+        self.n_workers = (os.cpu_count() or 1) if n_workers is None else int(n_workers)
+        self.timeout = float(timeout)
+        self.n_parallel = max(1, self.n_workers)
+        self._pool = None
+
+    def _get_pool(self):
+        if self._pool is None:
+            from pebble import ProcessPool
+
+            self._pool = ProcessPool(
+                max_workers=self.n_workers, context=mp.get_context("forkserver")
+            )
+        return self._pool
+
+    def measure(self, task, configs):
+        configs = list(configs)
+        if self.n_workers == 0:
+            return [_call_measure(self.fn, task, c) for c in configs]
+        import cloudpickle
+
+        pool = self._get_pool()
+        # tasks may hold closures (constraints): ship (fn, task) with cloudpickle, once per batch
+        blob = cloudpickle.dumps((self.fn, task))
+        futures = [pool.schedule(_call_blob, args=(blob, c), timeout=self.timeout) for c in configs]
+        results = []
+        for fut in futures:
+            try:
+                results.append(fut.result())
+            except FutureTimeout:
+                results.append(MeasureResult.error(
+                    MeasureErrorNo.RUN_TIMEOUT, f"measurement timed out after {self.timeout:g} s",
+                    self.timeout))
+            except Exception as exc:  # noqa: BLE001 - worker died (ProcessExpired) etc.
+                results.append(MeasureResult.error(
+                    MeasureErrorNo.RUNTIME_DEVICE, f"measurement worker failed: {exc}"))
+        return results
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.stop()
+            self._pool.join()
+            self._pool = None
+
+    def __del__(self):  # pragma: no cover - best effort
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def simulate_vta(task: TuningTask, config: dict):
+    """Measure one config of a VTA task on the timing simulator (runs in a worker)."""
+    from dcoc.search.vta_task import simulate_config
+
+    return simulate_config(task, config)
+
+
+class VTASimMeasurer(FunctionMeasurer):
+    """The VTA timing simulator as a measurer.
+
+    ``n_workers`` defaults to the number of CPU cores; ``n_workers=0`` simulates in this
+    process (fastest for small batches, no timeout enforcement).
+    """
+
+    def __init__(self, n_workers: int | None = None, timeout: float = 60.0):
+        super().__init__(simulate_vta, n_workers=n_workers, timeout=timeout)
+
+
+class ReplayMeasurer(Measurer):
+    """Answer from records where possible, measure the rest with ``inner``.
+
+    Used for resume: a tuner re-run with the same seed proposes the same configs, and
+    those already recorded (same task, target, hardware, tuner and seed) are answered
+    from the file instead of being measured again.  ``replayed`` counts them.
+    """
+
+    def __init__(self, inner: Measurer, known: dict):
+        self.inner = inner
+        self.known = known  # (hw_name, config key) -> MeasureResult
+        self.n_parallel = inner.n_parallel
+        self.replayed = 0
+
+    def measure(self, task, configs):
+        from dcoc.search.space import Space
+
+        configs = list(configs)
+        out: list = [None] * len(configs)
+        todo = []
+        for i, c in enumerate(configs):
+            hw, sw = task.split(c)
+            hit = self.known.get((hw, Space.key(sw)))
+            if hit is not None:
+                out[i] = hit
+                self.replayed += 1
+            else:
+                todo.append(i)
+        if todo:
+            fresh = self.inner.measure(task, [configs[i] for i in todo])
+            for i, r in zip(todo, fresh):
+                out[i] = r
+        return out
+
+    def close(self):
+        self.inner.close()
+
+
+def measure_option(measurer: Measurer | None = None, **kwargs) -> dict:
+    """AutoTVM-style measure option: ``{"measurer": measurer}`` (default: VTASimMeasurer)."""
+    return {"measurer": measurer if measurer is not None else VTASimMeasurer(**kwargs)}
