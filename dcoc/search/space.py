@@ -48,6 +48,30 @@ class Knob:
     def __len__(self) -> int:
         return len(self.choices)
 
+    @property
+    def feature_table(self) -> np.ndarray:
+        """Numeric features of each choice, shape (n_choices, width).
+
+        int/float choices -> log2(value); tuple choices (e.g. MetaSchedule tile
+        decisions) -> log2 of each element; anything else -> the choice index.
+        """
+        table = self.__dict__.get("_ftable")
+        if table is None:
+            rows = []
+            for i, c in enumerate(self.choices):
+                if isinstance(c, (tuple, list)):
+                    rows.append([_log2(v) for v in c])
+                elif isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, bool):
+                    rows.append([_log2(c)])
+                else:
+                    rows.append([float(i)])
+            width = max(len(r) for r in rows)
+            table = np.zeros((len(rows), width), dtype=np.float32)
+            for i, r in enumerate(rows):
+                table[i, : len(r)] = r
+            object.__setattr__(self, "_ftable", table)
+        return table
+
     def index(self, value) -> int:
         try:
             return self.choices.index(value)
@@ -72,12 +96,15 @@ class Space:
     constraints: predicates ``config -> None | reason``; a config is valid iff all return None.
     descriptor: constant numbers describing the task/hardware (appended to features).
     name: free text for display.
+    feature_fn: optional ``(space, points) -> array (n, f)`` of extra, domain-specific
+        features (e.g. the VTA tile footprints), appended after the descriptor.
     """
 
     knobs: list
     constraints: list = field(default_factory=list)
     descriptor: dict = field(default_factory=dict)
     name: str = ""
+    feature_fn: Callable | None = field(default=None, repr=False)
 
     def __post_init__(self):
         names = [k.name for k in self.knobs]
@@ -205,31 +232,31 @@ class Space:
     # -------------------------------------------------------------- features
     @property
     def feature_names(self) -> list[str]:
-        return [f"log2_{k.name}" for k in self.knobs] + [f"desc_{n}" for n in self.descriptor]
+        names = []
+        for k in self.knobs:
+            w = k.feature_table.shape[1]
+            names += [f"log2_{k.name}"] if w == 1 else [f"log2_{k.name}[{i}]" for i in range(w)]
+        return names + [f"desc_{n}" for n in self.descriptor]
 
     def features(self, configs: Iterable[dict]) -> np.ndarray:
-        """Feature matrix: log2 knob values, then the constant log2 descriptor."""
+        """Feature matrix: log2 knob values (per element for tuple choices), then the
+        constant log2 descriptor.  Extra features can be added by ``feature_fn``."""
         configs = list(configs)
-        desc = [_log2(v) for v in self.descriptor.values()]
-        rows = np.empty((len(configs), len(self.knobs) + len(desc)), dtype=np.float32)
-        for r, cfg in enumerate(configs):
-            for c, k in enumerate(self.knobs):
-                rows[r, c] = _log2(cfg[k.name])
-            rows[r, len(self.knobs):] = desc
-        return rows
+        points = np.array([self.point(c) for c in configs], dtype=np.int64).reshape(len(configs), -1)
+        return self.point_features(points)
 
     def point_features(self, points: np.ndarray) -> np.ndarray:
         """Vectorised :meth:`features` for an int array of points, shape (n, n_knobs)."""
-        points = np.asarray(points, dtype=np.int64)
-        cols = []
-        for d, k in enumerate(self.knobs):
-            table = np.array([_log2(v) for v in k.choices], dtype=np.float32)
-            cols.append(table[points[:, d]])
-        desc = np.array([_log2(v) for v in self.descriptor.values()], dtype=np.float32)
-        base = np.stack(cols, axis=1) if cols else np.empty((len(points), 0), np.float32)
-        if len(desc):
-            base = np.concatenate([base, np.broadcast_to(desc, (len(points), len(desc)))], axis=1)
-        return base.astype(np.float32)
+        points = np.asarray(points, dtype=np.int64).reshape(-1, len(self.knobs))
+        cols = [k.feature_table[points[:, d]] for d, k in enumerate(self.knobs)]
+        if self.descriptor:
+            desc = np.array([_log2(v) for v in self.descriptor.values()], dtype=np.float32)
+            cols.append(np.broadcast_to(desc, (len(points), len(desc))))
+        if self.feature_fn is not None:
+            cols.append(np.asarray(self.feature_fn(self, points), dtype=np.float32))
+        if not cols:
+            return np.empty((len(points), 0), np.float32)
+        return np.concatenate(cols, axis=1).astype(np.float32)
 
     def __repr__(self) -> str:
         dims = "x".join(str(r) for r in self._radix)

@@ -61,3 +61,13 @@ def test_product_and_neighbors():
     assert len(j) == 2 * len(sw) and j.names[0] == "blk"
     nb = list(j.neighbors((0, 0, 0, 0, 0)))
     assert len(nb) == 5 and all(sum(p) == 1 for p in nb)
+
+
+def test_tuple_choices_features_and_extra_feature_fn():
+    k = Knob("tile", ((1, 1, 64, 1), (2, 4, 8, 1), (64, 1, 1, 1)))
+    s = Space([k, Knob("unroll", (0, 16, 64))],
+              feature_fn=lambda sp, pts: pts[:, :1] * 10.0)
+    f = s.features([{"tile": (2, 4, 8, 1), "unroll": 16}])
+    assert f.shape == (1, 4 + 1 + 1)
+    np.testing.assert_allclose(f[0], [1, 2, 3, 0, 4, 10])
+    assert s.feature_names[:2] == ["log2_tile[0]", "log2_tile[1]"]
