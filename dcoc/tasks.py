@@ -50,3 +50,40 @@ class Task:
         """A workload key stable across runs and models (used by the records database)."""
         items = ",".join(f"{k}={self.workload[k]}" for k in sorted(self.workload))
         return f"{self.kind}({items})"
+
+
+class TaskList(list):
+    """The tasks of one model for one target: a ``list`` of :class:`Task` plus context.
+
+    Attributes
+    ----------
+    cpu_ops: operators that stay on the CPU outside any task (VTA target only; empty for
+        TVM targets, where every operator is a MetaSchedule task).  Each is a
+        ``Task(kind="other", device="cpu", name=<op name>, weight=<count>)`` whose workload
+        is ``{"elements": <mean output elements per occurrence>}``.
+    model: the model's name (zoo name or file stem).
+    target: the target it was extracted for (``"vta"``, or the TVM target's JSON).
+    """
+
+    def __init__(self, tasks=(), cpu_ops=(), model: str = "", target: str = ""):
+        super().__init__(tasks)
+        self.cpu_ops: list[Task] = list(cpu_ops)
+        self.model = model
+        self.target = target
+
+    def by_name(self, name: str) -> Task:
+        """The task called ``name`` (KeyError if none)."""
+        for t in self:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def on(self, device: str) -> "TaskList":
+        """The tasks that run on ``device`` (e.g. ``"vta"``), same context."""
+        return TaskList([t for t in self if t.device == device], self.cpu_ops, self.model,
+                        self.target)
+
+    @property
+    def total_macs(self) -> int:
+        """MACs of the whole model covered by the tasks (sum of ``weight * macs``)."""
+        return sum(t.weight * t.macs for t in self)
