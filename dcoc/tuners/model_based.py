@@ -328,10 +328,13 @@ class ModelBasedTuner(Tuner):
 
     # ------------------------------------------------------------ feasibility
     def feasible(self, index: int) -> bool:
-        """The config at ``index`` passes the space's constraints (or ``skip_invalid`` is off)."""
+        """Whether the config at ``index`` may ever be proposed: :meth:`Tuner.proposable`
+        apart from its visited test (visited configs are excluded through ``proposed``).
+        Cached per index, so a subclass's ``proposable`` filter is honoured too."""
         ok = self._feasible.get(index)
         if ok is None:
-            ok = (not self.skip_invalid) or self.space.is_valid(self.space.get(index))
+            cfg = self.space.get(index)
+            ok = True if self.is_visited(cfg) else self.proposable(cfg)
             self._feasible[index] = ok
         return ok
 

@@ -38,10 +38,12 @@ TensorFlow call per step):
   taken at learning time;
 * defaults ``n_starts=64`` and ``max_steps=100`` instead of 128 x 500 (see
   :class:`PPOConfig`; ``PPOConfig.paper()`` restores them).  Measured on the 2-core
-  reference machine: a plan costs ~0.3-0.6 s with the defaults and ~1-3 s with the
-  paper's values, i.e. ~5-10 ms vs ~20-50 ms of tuner overhead per trial at plan size 64.
-  Walks rarely reach 100 steps: the 75% stop rule ends most of them within tens of steps.
-  ``n_starts`` is capped by the space size (fewer starts for small spaces).
+  reference machine (490-point and 92,160-point synthetic spaces): one plan (walks + PPO
+  updates) costs ~0.4-0.6 s with the defaults and ~0.9-2 s with the paper's values, i.e.
+  ~6-10 ms vs ~15-30 ms of tuner overhead per trial at plan size 64.  The PPO updates
+  (3 Adam steps per walk, ~2 ms each) dominate, so the cost scales with ``n_starts``;
+  walks rarely reach 100 steps (mean length 5-40): the 75% stop rule ends most of them.
+  ``n_starts`` is capped by the space size.
 
 Every hyperparameter lives once in :class:`PPOConfig`.  One seed: torch weights come from a
 local ``torch.Generator`` seeded with ``child_seed(seed, ...)``, action sampling and

@@ -307,3 +307,16 @@ def test_xgb_load_history_warm_starts():
     rows = [{"knobs": inp.config, "cost": res.cost if res.valid else None, "valid": res.valid}
             for inp, res in hist]
     assert create("xgb", task, seed=0).load_history(rows, min_seed_records=100) is True
+
+
+def test_subclass_proposable_filter_is_honoured():
+    from dcoc.tuners.xgb_tuner import XGBTuner
+
+    class OnlyD2(XGBTuner):
+        def proposable(self, config):
+            return config["d"] == 2 and super().proposable(config)
+
+    t = OnlyD2(synthetic_task(), seed=0, plan_size=16)
+    t.tune(120, FunctionMeasurer(synthetic_cost))
+    assert t.train_ct > 0 and t.trials > 0
+    assert all(inp_cfg["d"] == 2 for inp_cfg in (t.space.config(p) for p in t.xs))
