@@ -56,6 +56,8 @@ import contextlib
 from dataclasses import dataclass, replace
 
 import numpy as np
+import torch
+from torch import nn
 
 from dcoc.seeding import child_rng, child_seed
 from dcoc.tuners.model_based import ModelBasedTuner, ModelOptimizer, PointCodec, TopK, default_cost_model
@@ -94,61 +96,57 @@ class PPOConfig:
 
 
 # ============================================================================= agent
-def _build_agent(n_knobs: int, cfg: PPOConfig, generator):
-    """The actor-critic network (built lazily so that importing this module stays cheap)."""
-    import torch
-    from torch import nn
+def _dense(n_in: int, n_out: int, generator) -> nn.Linear:
+    """A Dense layer initialized as TF's default (glorot-uniform weights, zero bias)."""
+    layer = torch.nn.utils.skip_init(nn.Linear, n_in, n_out)  # no draw from torch's global RNG
+    nn.init.xavier_uniform_(layer.weight, generator=generator)
+    nn.init.zeros_(layer.bias)
+    return layer
 
-    def dense(n_in, n_out):
-        layer = torch.nn.utils.skip_init(nn.Linear, n_in, n_out)  # no draw from torch's global RNG
-        nn.init.xavier_uniform_(layer.weight, generator=generator)  # TF's glorot_uniform
-        nn.init.zeros_(layer.bias)
-        return layer
 
-    class Agent(nn.Module):
-        """Policy with one 3-way softmax head per knob, and a separate value net."""
+class Agent(nn.Module):
+    """Policy with one 3-way softmax head per knob (actions -1/0/+1), and a separate value net."""
 
-        def __init__(self):
-            super().__init__()
-            h, k = cfg.hidden, n_knobs
-            self.trunk = nn.Sequential(dense(n_knobs, h), nn.Tanh(), dense(h, h), nn.Tanh())
-            # per-knob heads as batched weights: (knob, in, out)
-            w = [torch.empty(k, h, 3), torch.empty(k, 3, 3), torch.empty(k, 3, 3)]
-            for t in w:
-                for i in range(k):
-                    nn.init.xavier_uniform_(t[i], generator=generator)
-            self.w1, self.w2, self.w3 = (nn.Parameter(t) for t in w)
-            self.b1, self.b2, self.b3 = (nn.Parameter(torch.zeros(k, 3)) for _ in range(3))
-            layers, n_in = [], n_knobs
-            for _ in range(cfg.value_layers):
-                layers += [dense(n_in, h), nn.Tanh()]
-                n_in = h
-            self.critic = nn.Sequential(*layers, dense(n_in, 1))
+    def __init__(self, n_knobs: int, cfg: PPOConfig, generator: torch.Generator):
+        super().__init__()
+        h, k = cfg.hidden, n_knobs
+        self.temperature = cfg.temperature
+        self.trunk = nn.Sequential(_dense(k, h, generator), nn.Tanh(), _dense(h, h, generator), nn.Tanh())
+        # the per-knob heads Dense(3, tanh) -> Dense(3, tanh) -> /T -> Dense(3) as batched
+        # weights of shape (knob, in, out)
+        w = [torch.empty(k, h, 3), torch.empty(k, 3, 3), torch.empty(k, 3, 3)]
+        for t in w:
+            for i in range(k):
+                nn.init.xavier_uniform_(t[i], generator=generator)
+        self.w1, self.w2, self.w3 = (nn.Parameter(t) for t in w)
+        self.b1, self.b2, self.b3 = (nn.Parameter(torch.zeros(k, 3)) for _ in range(3))
+        layers, n_in = [], k
+        for _ in range(cfg.value_layers):
+            layers += [_dense(n_in, h, generator), nn.Tanh()]
+            n_in = h
+        self.critic = nn.Sequential(*layers, _dense(n_in, 1, generator))
 
-        def get_value(self, obs):
-            return self.critic(obs).squeeze(-1)
+    def get_value(self, obs):
+        return self.critic(obs).squeeze(-1)
 
-        def get_logits(self, obs):
-            z = self.trunk(obs)                                             # (B, h)
-            z = torch.tanh(torch.einsum("bh,kho->bko", z, self.w1) + self.b1)   # (B, K, 3)
-            z = torch.tanh(torch.einsum("bki,kio->bko", z, self.w2) + self.b2)
-            return torch.einsum("bki,kio->bko", z / cfg.temperature, self.w3) + self.b3
+    def get_logits(self, obs):
+        z = self.trunk(obs)                                                  # (B, h)
+        z = torch.tanh(torch.einsum("bh,kho->bko", z, self.w1) + self.b1)    # (B, K, 3)
+        z = torch.tanh(torch.einsum("bki,kio->bko", z, self.w2) + self.b2)
+        return torch.einsum("bki,kio->bko", z / self.temperature, self.w3) + self.b3
 
-        def get_action_and_value(self, obs, action=None):
-            """Per-knob log-probs and entropies (B, K) of ``action`` and the value (B,)."""
-            logp_all = torch.log_softmax(self.get_logits(obs), dim=-1)
-            probs = logp_all.exp()
-            entropy = -(probs * logp_all).sum(-1)
-            logp = None if action is None else logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
-            return probs, logp, entropy, self.get_value(obs)
-
-    return Agent()
+    def get_action_and_value(self, obs, action=None):
+        """Action probabilities (B, K, 3); per-knob log-probs of ``action`` and entropies
+        (B, K); the value (B,)."""
+        logp_all = torch.log_softmax(self.get_logits(obs), dim=-1)
+        probs = logp_all.exp()
+        entropy = -(probs * logp_all).sum(-1)
+        logp = None if action is None else logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        return probs, logp, entropy, self.get_value(obs)
 
 
 @contextlib.contextmanager
 def _torch_threads(n: int):
-    import torch
-
     old = torch.get_num_threads()
     torch.set_num_threads(n)
     try:
@@ -180,10 +178,8 @@ class RLOptimizer(ModelOptimizer):
 
     def _ensure_agent(self):
         if self.agent is None:
-            import torch
-
             gen = torch.Generator().manual_seed(self.torch_seed)
-            self.agent = _build_agent(len(self.dims), self.cfg, gen)
+            self.agent = Agent(len(self.dims), self.cfg, gen)
             kw = {"lr": self.cfg.learning_rate, "eps": self.cfg.adam_eps}
             try:  # the fused CPU kernel (torch >= 2.4) halves the update cost of tiny nets
                 self.optim = torch.optim.Adam(self.agent.parameters(), fused=True, **kw)
@@ -198,8 +194,6 @@ class RLOptimizer(ModelOptimizer):
         ``values``, ``points`` (the point reached by each step) and ``alive`` (the step
         exists), for E = len(starts) walks of at most T steps.
         """
-        import torch
-
         cfg, dims = self.cfg, self.dims
         e, k = starts.shape
         pos = starts.copy()
@@ -230,8 +224,6 @@ class RLOptimizer(ModelOptimizer):
     # ------------------------------------------------------------------- update
     def learn(self, traj: dict, rewards: np.ndarray) -> None:
         """One PPO update from a group of walks (rewards: (T, E) predicted scores)."""
-        import torch
-
         cfg = self.cfg
         alive, values = traj["alive"], traj["values"]
         t_len, e = alive.shape
