@@ -35,9 +35,11 @@ def onnx_stats(model: onnx.ModelProto) -> tuple[int, int, dict[str, tuple]]:
             for a in node.attribute:
                 if a.name == "value":
                     consts[node.output[0]] = numpy_helper.to_array(a.t)
+    # float tensors with more than one element (scalars are constants such as Clip bounds)
     params = sum(math.prod(t.dims) for t in graph.initializer
                  if t.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
-                                    onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16))
+                                    onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16)
+                 and math.prod(t.dims) > 1)
     for node in graph.node:
         if node.op_type == "ConstantOfShape":
             src = node.input[0]

@@ -218,39 +218,46 @@ def _quiet_native_stderr():
 
 
 def _first_line(exc: BaseException) -> str:
-    """A one-line summary of an exception (TVM errors carry multi-line tracebacks)."""
+    """A one-line summary of an exception: ``Type: message`` with newlines folded.
+
+    TVM errors carry a C++/Python traceback before the message; only the message is kept.
+    """
     text = str(exc).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    # TVM FFI errors put the message last, after "Traceback ..." lines
-    useful = [ln for ln in lines if not ln.startswith(("File ", "Traceback", "  ", "^"))
-              and not re.match(r"^\d+: ", ln)]
-    msg = (useful[-1] if useful else (lines[-1] if lines else "")) or type(exc).__name__
-    if len(msg) > 300:
-        msg = msg[:297] + "..."
-    return f"{type(exc).__name__}: {msg}" if not msg.startswith(type(exc).__name__) else msg
+    if any(ln.startswith("Traceback") for ln in lines):
+        frames = [i for i, ln in enumerate(lines)
+                  if ln.startswith(("File ", "Traceback")) or re.match(r"^\d+: ", ln)]
+        lines = lines[frames[-1] + 1:] if frames else lines
+        lines = [ln for ln in lines if not ln.startswith("^")]
+    msg = " ".join(lines) or type(exc).__name__
+    if len(msg) > 400:
+        msg = msg[:397] + "..."
+    name = type(exc).__name__
+    return msg if msg.startswith(name) else f"{name}: {msg}"
 
 
 # ============================================================================ preflight
 def _model_label(source, proto=None) -> str:
     if isinstance(source, (str, os.PathLike)):
-        return os.path.basename(os.fspath(source))
+        return os.fspath(source)
     if proto is not None and proto.graph.name:
         return proto.graph.name
     return "<ModelProto>"
 
 
-def _read_onnx(path: str) -> "onnx.ModelProto":
-    """Load an ONNX file (external data included) or raise ModelError."""
+def _read_onnx(path: str, label: str | None = None) -> "onnx.ModelProto":
+    """Parse an ONNX file (external data not loaded, but checked to exist) or raise
+    ModelError."""
     import onnx
     from google.protobuf.message import DecodeError
 
-    label = os.path.basename(path)
+    label = label or path
     if not os.path.exists(path):
         raise ModelError(f"model file '{path}' does not exist")
     if os.path.isdir(path):
         raise ModelError(f"'{path}' is a directory, not an ONNX file")
     if os.path.getsize(path) == 0:
-        raise ModelError(f"'{label}' is empty, not an ONNX model")
+        raise ModelError(f"'{label}' is an empty file, not an ONNX model")
     try:
         model = onnx.load_model(path, load_external_data=False)
     except (DecodeError, RuntimeError, ValueError, TypeError, UnicodeDecodeError) as exc:
@@ -355,7 +362,7 @@ def _resolve_input_shapes(model, input_shapes: Mapping[str, Sequence[int]] | Non
             raise ModelError(f"--input-shape {name}: every dimension must be a positive "
                              f"integer, got {','.join(map(str, dims)) or '(empty)'}")
         given[name] = dims
-    shapes, dtypes = {}, {}
+    shapes, dtypes, problems = {}, {}, []
     for vi in infos:
         tt = vi.type.tensor_type
         dtypes[vi.name] = _dtype_name(tt.elem_type)
@@ -372,18 +379,23 @@ def _resolve_input_shapes(model, input_shapes: Mapping[str, Sequence[int]] | Non
         if not tt.HasField("shape"):
             raise ModelError(f"input '{vi.name}' of '{label}' has an unknown rank; pass "
                              f"--input-shape {vi.name}:D0,D1,...")
-        dims = []
+        dims, dynamic, example = [], [], []
         for i, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value > 0:
                 dims.append(int(d.dim_value))
+                example.append(str(d.dim_value))
             else:
-                what = f"'{d.dim_param}'" if d.dim_param else "'?'"
-                example = ",".join(str(x.dim_value) if x.HasField("dim_value") and x.dim_value > 0
-                                   else "1" for x in tt.shape.dim)
-                raise ModelError(f"input '{vi.name}' of '{label}' has a dynamic dimension {what} "
-                                 f"(dim {i}); pass --input-shape {vi.name}:{example} (or "
-                                 "input_shapes=)")
+                sym = d.dim_param or "?"
+                dynamic.append(f"'{sym}' (dim {i})")
+                example.append(f"<{d.dim_param or f'dim{i}'}>")
+        if dynamic:
+            problems.append(f"input '{vi.name}' of '{label}' has dynamic dimension"
+                            f"{'s' if len(dynamic) > 1 else ''} {', '.join(dynamic)}; pass "
+                            f"--input-shape {vi.name}:{','.join(example)}")
+            continue
         shapes[vi.name] = tuple(dims)
+    if problems:
+        raise ModelError("; ".join(problems) + " (library: input_shapes={name: shape})")
     return shapes, dtypes
 
 
@@ -404,7 +416,7 @@ def preflight(source, input_shapes: Mapping[str, Sequence[int]] | None = None,
         model, path = source, None
     elif isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        model = _read_onnx(path)
+        model = _read_onnx(path, label)
     else:
         raise ModelError(f"expected an ONNX file path or onnx.ModelProto, got "
                          f"{type(source).__name__}")
@@ -482,17 +494,40 @@ def _has_external(model) -> bool:
 
 
 def _run_from_onnx(model, shapes: dict, label: str):
-    """``from_onnx`` with its prints/warnings captured and failures turned into ModelError."""
-    from tvm.relax.frontend.onnx import from_onnx
+    """Import with TVM's Relax ONNX frontend; its prints/warnings are captured and any
+    failure becomes a one-line ModelError naming the failing node and operator.
+
+    This is ``tvm.relax.frontend.onnx.from_onnx(model, shape_dict, keep_params_in_input=
+    False)`` minus its internal ``onnx.checker`` call (preflight already ran the checker;
+    on VGG-16 the second check costs 3.6 s of re-serialization).  If TVM's importer class
+    changes, the public ``from_onnx`` is used instead.
+    """
+    from tvm.relax.frontend.onnx import onnx_frontend as fe
 
     out = io.StringIO()
+    importer = None
     try:
         with contextlib.redirect_stdout(out), warnings.catch_warnings(), _quiet_native_stderr():
             warnings.simplefilter("ignore")
-            return from_onnx(model, shape_dict=dict(shapes), keep_params_in_input=False)
+            cls = getattr(fe, "ONNXGraphImporter", None)
+            if cls is None:
+                return fe.from_onnx(model, shape_dict=dict(shapes), keep_params_in_input=False)
+            importer = cls(dict(shapes), "float32", keep_params_in_input=False, sanitize=True)
+            opset = next((o.version for o in model.opset_import
+                          if o.domain in _STANDARD_DOMAINS), 1)
+            return importer.from_onnx(model.graph, opset)
     except Exception as exc:  # noqa: BLE001 - anything from TVM becomes one line
-        m = re.search(r"Error converting operator (\w+)", out.getvalue())
-        where = f" on operator '{m.group(1)}'" if m else ""
+        where = ""
+        done = getattr(importer, "_nodes", None)
+        if isinstance(done, dict):
+            node = next((n for n in model.graph.node
+                         if any(o and o not in done for o in n.output)), None)
+            if node is not None:
+                where = f" on operator '{node.op_type}'" + (f" (node '{node.name}')"
+                                                             if node.name else "")
+        if not where:
+            m = re.search(r"Error converting operator (\w+)", out.getvalue())
+            where = f" on operator '{m.group(1)}'" if m else ""
         raise ModelError(f"TVM's ONNX importer failed{where} in '{label}': "
                          f"{_first_line(exc)}") from None
 
@@ -505,6 +540,7 @@ def _import_pipeline(mod, fold: bool = True):
     mod = relax.transform.CanonicalizeBindings()(mod)
     if fold:
         mod = _fold_constants_numpy(mod)
+        mod = relax.transform.CanonicalizeBindings()(mod)
         mod = relax.transform.DeadCodeElimination()(mod)
     return mod
 
@@ -547,7 +583,7 @@ class Model:
 
                 with _quiet_native_stderr():
                     self.mod = relax.transform.DeadCodeElimination()(
-                        _fold_constants_numpy(self.mod))
+                        relax.transform.CanonicalizeBindings()(_fold_constants_numpy(self.mod)))
                 self.folded = True
             self._fused[key] = lower_for_tuning(self.mod, spec, label=self.name)
         return self._fused[key]
@@ -577,12 +613,14 @@ def load(source, input_shapes: Mapping[str, Sequence[int]] | None = None, *,
 
         text = os.fspath(source)
         path = dcoc_models.resolve(text)
-        label = name or (os.path.splitext(os.path.basename(text))[0] if os.path.exists(text)
-                         else text)
+        label = text  # what the user typed: a zoo name or the path as given
+        display = name or (os.path.splitext(os.path.basename(text))[0] if os.path.exists(text)
+                           else text)
         src = path
     else:
-        src, label = source, name
+        src, label, display = source, name, name
     model, shapes, dtypes, label = preflight(src, input_shapes, label=label)
+    display = display or label
     if weights:
         imported = model
         if path is not None and _has_external(model):
@@ -600,7 +638,7 @@ def load(source, input_shapes: Mapping[str, Sequence[int]] | None = None, *,
     except Exception as exc:  # noqa: BLE001
         raise ModelError(f"TVM failed to prepare '{label}' for inference: "
                          f"{_first_line(exc)}") from None
-    return Model(name=label, onnx=model, mod=mod, input_shapes=shapes, input_dtypes=dtypes,
+    return Model(name=display, onnx=model, mod=mod, input_shapes=shapes, input_dtypes=dtypes,
                  path=path, weights=weights, folded=weights)
 
 
@@ -682,6 +720,16 @@ _FOLDERS = {
     "relax.squeeze": lambda call, xs: xs[0],
     "relax.flatten": lambda call, xs: xs[0],
     "relax.astype": lambda call, xs: xs[0],
+    "relax.isnan": lambda call, xs: np.isnan(xs[0]),
+    "relax.isinf": lambda call, xs: np.isinf(xs[0]),
+    "relax.where": lambda call, xs: np.where(xs[0], xs[1], xs[2]),
+    "relax.equal": _np_binary(np.equal),
+    "relax.not_equal": _np_binary(np.not_equal),
+    "relax.less": _np_binary(np.less),
+    "relax.less_equal": _np_binary(np.less_equal),
+    "relax.greater": _np_binary(np.greater),
+    "relax.greater_equal": _np_binary(np.greater_equal),
+    "relax.logical_not": lambda call, xs: np.logical_not(xs[0]),
 }
 _FLOAT_ONLY = {"relax.divide", "relax.power", "relax.sqrt", "relax.rsqrt", "relax.exp"}
 #: folds that produce more than this many elements are left to TVM's FoldConstant
@@ -739,7 +787,9 @@ def _fold_constants_numpy(mod):
                         res = res.reshape(shape)
                     elif name == "relax.broadcast_to":
                         res = np.broadcast_to(res, shape)
-                    res = np.ascontiguousarray(res.astype(str(dtype), copy=False))
+                    res = res.astype(str(dtype), copy=False)
+                    if not res.flags.c_contiguous:  # (ascontiguousarray makes 0-d 1-d)
+                        res = res.copy(order="C")
             except Exception:  # noqa: BLE001 - leave anything unusual to TVM
                 return call
             if res.shape != shape:
@@ -967,8 +1017,9 @@ def _walk_graph(mod) -> tuple[list[_Node], set, list]:
             src = tuples.get(tv) if isinstance(tv, relax.Var) else tv
             if isinstance(src, relax.Tuple):
                 alias[var] = src.fields[v.index]
-            else:
-                alias[var] = tv  # a projection of a multi-output op: the op itself
+            elif is_const(tv):
+                const_vars.add(var)
+            # else: an output of a multi-output op (e.g. dropout): a plain activation
             return
         if isinstance(v, relax.If):
             visit_seq(v.true_branch) if isinstance(v.true_branch, relax.SeqExpr) else None
