@@ -1,0 +1,1040 @@
+"""Operator compiler: workload + HWConfig + knobs -> a VTA instruction stream.
+
+The stream is what TVM's VTA flow would produce for the TOPI-VTA templates
+(``conv2d_packed.vta``, ``dense_packed.vta``), reconstructed from the sources
+(vta-reference §2.4, §4.1; ``vta_conv2d.py``, ``transform.py``, ``runtime.cc``):
+
+* **Loop structure (conv2d).**  Output tiles are visited in the order batch, h-outer,
+  co-outer, w-outer.  Inside a tile: the GEMM reset ("init") over the tile, then the
+  ci-outer reduction loop, whose body DMAs the (padded) input tile and the weight tile
+  into INP/WGT SRAM and runs one GEMM over the loops tile_ci, tile_w, KW, KH, tile_co,
+  tile_h; then the fused ALU epilogue over the tile and one STORE of the tile.
+* **Micro-op kernels.**  Like ``FoldUopLoop``: the two outermost non-unit loops of a
+  kernel become the GEMM/ALU ``iter_out``/``iter_in`` loops, the remaining loops are
+  unrolled into micro-ops.  ALU loops are flattened like ``InjectALUIntrin``.  Kernels are
+  cached in the UOP SRAM as the runtime's ring (``UopQueue``): a LOAD UOP is emitted only
+  the first time a kernel is used or after it was evicted.
+* **DMA.**  Like ``InjectDMAIntrin``: loads of a padded conv input are 2-D (rows x cols)
+  with the pad fields, without folding; unpadded transfers are folded to 2-D when the
+  region is contiguous enough.  When a region cannot be expressed as one 2-D DMA (e.g.
+  ``tile_ci > 1`` with padding, or a store with ``tile_co > 1`` and ``tile_w < OW``) TVM's
+  pass rejects the schedule; dcoc instead emits one 2-D DMA per outer slice
+  (documented deviation; the knob space stays the full AutoTVM space).
+* **Virtual threads.**  ``cthread`` semantics of ``InjectVirtualThread``: every
+  statement (each DMA, GEMM, ALU, dependence push/pop) is replicated per thread and the
+  copies are emitted back to back (h-thread major, oc-thread minor) while the loops are
+  shared; on-chip buffers are replicated per thread.  A thread whose tile index is out of
+  range in an iteration (non-divisible outer extent) emits nothing for that iteration.
+* **Dependency tokens.**  The push/pop placement of TVM's ``CoProcSync`` for this loop
+  structure, turned into instruction flags and NOPs exactly as ``runtime.cc``'s
+  ``InsnQueue`` does (``DepPush`` sets the flag on the stage's last instruction when it can,
+  else emits a NOP; ``DepPop`` is deferred to the stage's next instruction; ``Synchronize``
+  makes FINISH wait for the last load and store).
+
+Schedules that overflow a buffer, the micro-op cache or an ISA field raise
+:class:`PlanError` (``simulate`` turns it into ``valid=False`` with the reason).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dcoc.vta import isa
+from dcoc.vta.config import HWConfig, LOOP_ITER_BITS
+from dcoc.vta.isa import (ALU_ADD, ALU_MAX, ALU_MIN, ALU_SHR, AluInsn, COMPUTE_STAGE,
+                          FinishInsn, GemmInsn, LOAD_STAGE, MEM_ACC, MEM_INP, MEM_OUT,
+                          MEM_UOP, MEM_WGT, MemInsn, OP_LOAD, OP_STORE, STORE_STAGE, Uop,
+                          stage_of)
+from dcoc.vta.workloads import (Conv2DWorkload, DEFAULT_EPILOGUE, DenseWorkload, Epilogue,
+                                check_knobs)
+
+__all__ = ["PlanError", "ConvPlan", "DensePlan", "make_plan", "compile_program", "Program",
+           "InsnStream", "UopKernel"]
+
+L, C, S = LOAD_STAGE, COMPUTE_STAGE, STORE_STAGE
+_ALU_OP = {"add": ALU_ADD, "shr": ALU_SHR, "min": ALU_MIN, "max": ALU_MAX}
+_MAX_ITER = (1 << LOOP_ITER_BITS) - 1
+
+
+class PlanError(Exception):
+    """A knob setting that cannot be compiled for the config (reason in ``str(exc)``)."""
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+# ============================================================================ uop kernels
+@dataclass(eq=False)
+class UopKernel:
+    """One micro-op kernel: up to two folded loops (extent, dst, src, wgt factors) + uops.
+
+    ``key`` identifies the kernel (call site and thread) for the runtime's uop cache.
+    """
+
+    key: tuple
+    loops: list            # [(extent, dst_factor, src_factor, wgt_factor)], outer first
+    uops: list             # [Uop]
+    kind: str = "gemm"     # "gemm" | "alu"
+    reset: int = 0
+    alu_opcode: int = 0
+    use_imm: int = 0
+    imm: int = 0
+
+    @property
+    def size(self) -> int:
+        return len(self.uops)
+
+
+def fold_gemm_loops(loops, base):
+    """FoldUopLoop: drop unit loops, fold the two outermost into the uop loop, unroll the rest.
+
+    ``loops``: [(extent, dst_coef, src_coef, wgt_coef)] outer -> inner.
+    ``base``: (dst, src, wgt) offsets.  Returns (folded loops, [Uop]).
+    """
+    loops = [lp for lp in loops if lp[0] > 1]
+    folded = loops[:2]
+    rest = loops[2:]
+    d0, s0, w0 = base
+    uops = []
+    if rest:
+        for idx in itertools.product(*[range(lp[0]) for lp in rest]):
+            d, s, w = d0, s0, w0
+            for i, lp in zip(idx, rest):
+                d += i * lp[1]
+                s += i * lp[2]
+                w += i * lp[3]
+            uops.append(Uop(d, s, w))
+    else:
+        uops.append(Uop(d0, s0, w0))
+    return folded, uops
+
+
+def flatten_alu_loops(extents, dst_coef, src_coef):
+    """InjectALUIntrin's ``_flatten_loop``: merge perfectly nested loops from the inside."""
+    ext = [e for e in extents]
+    dc = list(dst_coef)
+    sc = list(src_coef)
+    keep = [i for i, e in enumerate(ext) if e > 1]
+    ext = [ext[i] for i in keep]
+    dc = [dc[i] for i in keep]
+    sc = [sc[i] for i in keep]
+    if not ext:
+        return []
+    out = []
+    vext, vdst, vsrc = ext[-1], dc[-1], sc[-1]
+    for e, d, s in zip(reversed(ext[:-1]), reversed(dc[:-1]), reversed(sc[:-1])):
+        if s == vsrc * vext and d == vdst * vext:
+            vext *= e
+        else:
+            out.append((vext, vdst, vsrc))
+            vext, vdst, vsrc = e, d, s
+    out.append((vext, vdst, vsrc))
+    out.reverse()
+    return out
+
+
+def alu_kernel(key, opname, imm, extents, dst_coef, src_coef, dst_base, src_base) -> UopKernel:
+    loops = flatten_alu_loops(extents, dst_coef, src_coef)
+    if len(loops) > 2:
+        raise PlanError("ALU loop nest cannot be folded into two loop levels")
+    use_imm = opname not in ("bias", "residual")
+    return UopKernel(key=key, loops=[(e, d, s, 0) for e, d, s in loops],
+                     uops=[Uop(dst_base, dst_base if use_imm else src_base, 0)], kind="alu",
+                     alu_opcode=ALU_ADD if not use_imm else _ALU_OP[opname],
+                     use_imm=int(use_imm), imm=int(imm or 0))
+
+
+# ============================================================================ runtime emulation
+class UopCache:
+    """The runtime's ``UopQueue`` ring cache of micro-op kernels in UOP SRAM."""
+
+    def __init__(self, depth: int):
+        self.depth = depth
+        self.cache: list = []          # kernel keys in SRAM order
+        self.pos: dict = {}            # key -> (begin, end); (0, 0) = invalid
+        self.sram_begin = 0
+        self.sram_end = 0
+        self.cache_idx = 0
+
+    def state(self) -> tuple:
+        return (self.sram_begin, self.sram_end, self.cache_idx, tuple(self.cache),
+                tuple(sorted((k, v) for k, v in self.pos.items() if v[0] != v[1])))
+
+    def set_state(self, st: tuple) -> None:
+        self.sram_begin, self.sram_end, self.cache_idx, cache, pos = st
+        self.cache = list(cache)
+        self.pos = dict(pos)
+
+    def cached(self, key) -> bool:
+        p = self.pos.get(key)
+        return p is not None and p[0] != p[1]
+
+    def push(self, key, n: int) -> tuple[int, int] | None:
+        """Place a kernel; returns the SRAM range to load, or None when it is resident."""
+        if self.cached(key):
+            return None
+        if n > self.depth:
+            raise PlanError(f"micro-op kernel of {n} uops exceeds the uop buffer ({self.depth})")
+        if self.sram_end + n > self.depth:
+            self.cache_idx = 0
+            self.sram_begin = 0
+            self.sram_end = n
+            begin = 0
+        else:
+            begin = self.sram_end
+            self.sram_end += n
+        evict_begin = self.cache_idx
+        while self.cache_idx < len(self.cache):
+            k = self.cache[self.cache_idx]
+            if self.pos[k][0] >= self.sram_end:
+                break
+            self.pos[k] = (0, 0)
+            self.cache_idx += 1
+        self.pos[key] = (begin, self.sram_end)
+        self.cache.insert(self.cache_idx, key)
+        del self.cache[evict_begin:self.cache_idx]
+        self.cache_idx = evict_begin + 1
+        rng = (self.sram_begin, self.sram_end)
+        self.sram_begin = self.sram_end
+        return rng
+
+
+class InsnStream:
+    """Emulation of ``runtime.cc``'s ``InsnQueue`` (+ ``UopQueue``): builds the instruction
+    list with dependency flags, NOPs and micro-op loads."""
+
+    def __init__(self, hw: HWConfig, kernel_dram: dict | None = None):
+        self.hw = hw
+        self.insns: list = []
+        self.pend_prev = [0, 0, 0, 0]
+        self.pend_next = [0, 0, 0, 0]
+        self.uop_cache = UopCache(hw.uop_depth)
+        self.kernel_dram = kernel_dram if kernel_dram is not None else {}
+        self.kernels: dict = {}
+        self.seg_start = 0
+
+    # -- state for segment templates (fast path) ---------------------------------------
+    def state(self) -> tuple:
+        last = None
+        if self.insns:
+            li = self.insns[-1]
+            last = (stage_of(li), li.push_prev, li.push_next)
+        return (tuple(self.pend_prev), tuple(self.pend_next), last, self.uop_cache.state())
+
+    def begin_segment(self) -> int:
+        self.seg_start = len(self.insns)
+        return self.seg_start
+
+    # -- runtime InsnQueue -------------------------------------------------------------
+    def _create(self, insn, stage: int):
+        insn.pop_prev = self.pend_prev[stage]
+        insn.pop_next = self.pend_next[stage]
+        insn.push_prev = 0
+        insn.push_next = 0
+        self.pend_prev[stage] = 0
+        self.pend_next[stage] = 0
+        self.insns.append(insn)
+        return insn
+
+    def push_noop(self, stage: int, push_prev=0, push_next=0, pop_prev=0, pop_next=0):
+        insn = MemInsn(opcode=OP_STORE if stage == S else OP_LOAD,
+                       memory_type=MEM_INP if stage == L else MEM_UOP,
+                       pop_prev=pop_prev, pop_next=pop_next, push_prev=push_prev,
+                       push_next=push_next)
+        self.insns.append(insn)
+
+    def commit_pending_pop(self, stage: int):
+        if self.pend_prev[stage] or self.pend_next[stage]:
+            self.push_noop(stage, pop_prev=self.pend_prev[stage], pop_next=self.pend_next[stage])
+            self.pend_prev[stage] = 0
+            self.pend_next[stage] = 0
+
+    def dep_pop(self, frm: int, to: int):
+        if frm < to:
+            if self.pend_prev[to]:
+                self.commit_pending_pop(to)
+            self.pend_prev[to] = 1
+        else:
+            if self.pend_next[to]:
+                self.commit_pending_pop(to)
+            self.pend_next[to] = 1
+
+    def dep_push(self, frm: int, to: int):
+        self.commit_pending_pop(frm)
+        if self.insns:
+            last = self.insns[-1]
+            if stage_of(last) == frm:
+                if frm < to and not last.push_next:
+                    self._check_local(len(self.insns) - 1)
+                    last.push_next = 1
+                    return
+                if frm > to and not last.push_prev:
+                    self._check_local(len(self.insns) - 1)
+                    last.push_prev = 1
+                    return
+        if frm < to:
+            self.push_noop(frm, push_next=1)
+        else:
+            self.push_noop(frm, push_prev=1)
+
+    def _check_local(self, idx: int):
+        if idx < self.seg_start:  # pragma: no cover - guards the fast path's templates
+            raise RuntimeError("dependency flag set on an instruction of a previous segment")
+
+    def synchronize(self):
+        self.dep_push(S, C)
+        self.dep_push(L, C)
+        self.dep_pop(S, C)
+        self.dep_pop(L, C)
+        self.commit_pending_pop(C)
+        self._create(FinishInsn(), C)
+
+    # -- operations --------------------------------------------------------------------
+    def load(self, memory_type, sram_base, dram_base, y_size, x_size, x_stride,
+             y_pad_0=0, y_pad_1=0, x_pad_0=0, x_pad_1=0):
+        insn = MemInsn(opcode=OP_LOAD, memory_type=memory_type, sram_base=sram_base,
+                       dram_base=dram_base, y_size=y_size, x_size=x_size, x_stride=x_stride,
+                       y_pad_0=y_pad_0, y_pad_1=y_pad_1, x_pad_0=x_pad_0, x_pad_1=x_pad_1)
+        stage = L if memory_type in (MEM_INP, MEM_WGT) else C
+        return self._create(insn, stage)
+
+    def store(self, sram_base, dram_base, y_size, x_size, x_stride):
+        insn = MemInsn(opcode=OP_STORE, memory_type=MEM_OUT, sram_base=sram_base,
+                       dram_base=dram_base, y_size=y_size, x_size=x_size, x_stride=x_stride)
+        return self._create(insn, S)
+
+    def _uop_load(self, k: UopKernel):
+        rng = self.uop_cache.push(k.key, k.size)
+        if rng is not None:
+            if k.key not in self.kernel_dram:
+                raise PlanError("internal: kernel without DRAM placement")  # pragma: no cover
+            begin, end = rng
+            self.load(MEM_UOP, begin, self.kernel_dram[k.key], 1, end - begin, end - begin)
+        return self.uop_cache.pos[k.key]
+
+    def run_kernel(self, k: UopKernel):
+        """Push a GEMM or ALU op (loading its micro-ops first if not resident)."""
+        self.kernels.setdefault(k.key, k)
+        begin, end = self._uop_load(k)
+        lp = k.loops
+        o = lp[0] if len(lp) > 0 else (1, 0, 0, 0)
+        i = lp[1] if len(lp) > 1 else (1, 0, 0, 0)
+        if k.kind == "gemm":
+            insn = GemmInsn(reset_reg=k.reset, uop_bgn=begin, uop_end=end, iter_out=o[0],
+                            iter_in=i[0], dst_factor_out=o[1], dst_factor_in=i[1],
+                            src_factor_out=o[2], src_factor_in=i[2], wgt_factor_out=o[3],
+                            wgt_factor_in=i[3])
+        else:
+            insn = AluInsn(uop_bgn=begin, uop_end=end, iter_out=o[0], iter_in=i[0],
+                           dst_factor_out=o[1], dst_factor_in=i[1], src_factor_out=o[2],
+                           src_factor_in=i[2], alu_opcode=k.alu_opcode, use_imm=k.use_imm,
+                           imm=k.imm)
+        return self._create(insn, C)
+
+
+# ============================================================================ DMA helpers
+def _fold_dims(dims):
+    """Merge contiguous (extent, stride) dims (outer -> inner, stride in elements)."""
+    dims = [d for d in dims if d[0] > 1] or [(1, 1)]
+    out = [list(dims[-1])]
+    for ext, stride in reversed(dims[:-1]):
+        inner = out[0]
+        if stride == inner[0] * inner[1]:
+            inner[0] *= ext
+        else:
+            out.insert(0, [ext, stride])
+    return [tuple(d) for d in out]
+
+
+def _dma_2d(dims, base, fold: bool):
+    """Split a region (dims outer->inner; innermost stride 1) into 2-D DMAs.
+
+    Returns a list of (dram_offset, y_size, x_size, x_stride, sram_offset) with the SRAM
+    side packed densely.
+    """
+    if fold:
+        fd = _fold_dims(dims)
+        if fd[-1][1] == 1 and len(fd) <= 2 and fd[-1][0] <= 0xFFFF:
+            if len(fd) == 1:
+                return [(base, 1, fd[0][0], fd[0][0], 0)]
+            return [(base, fd[0][0], fd[1][0], fd[0][1], 0)]
+    # no fold (or not 2-D): the two innermost dims per DMA, loop over the rest
+    if len(dims) == 1:
+        return [(base, 1, dims[0][0], dims[0][0], 0)]
+    y, ys = dims[-2]
+    x, _ = dims[-1]
+    outer = dims[:-2]
+    res = []
+    per = y * x
+    for n, idx in enumerate(itertools.product(*[range(d[0]) for d in outer])):
+        off = base + sum(i * d[1] for i, d in zip(idx, outer))
+        res.append((off, y, x, ys, n * per))
+    return res
+
+
+def _span(start: int, length: int, lo_pad: int, extent: int):
+    """Window [start, start+length) in padded coordinates of an axis of ``extent`` with
+    ``lo_pad`` leading pad -> (pad_before, size, pad_after, first DRAM index)."""
+    a = start - lo_pad
+    pad0 = min(length, max(0, -a))
+    first = max(0, a)
+    size = max(0, min(length - pad0, extent - first))
+    pad1 = length - pad0 - size
+    return pad0, size, pad1, (first if size > 0 else 0)
+
+
+# ============================================================================ plans
+@dataclass
+class _Base:
+    wl: object
+    hw: HWConfig
+    knobs: dict
+    epilogue: Epilogue | None
+
+    # filled by subclasses
+    nctx: int = 0
+    contexts: list = field(default_factory=list)
+
+    def alu_list(self):
+        return self.epilogue.alu_ops() if self.epilogue is not None else []
+
+
+def _check_fits(hw: HWConfig, inp: int, wgt: int, acc: int, nctx: int):
+    if inp > hw.inp_depth:
+        raise PlanError(f"input buffer overflow: {inp} elements needed ({nctx} thread(s)) > "
+                        f"INP depth {hw.inp_depth}")
+    if wgt > hw.wgt_depth:
+        raise PlanError(f"weight buffer overflow: {wgt} elements needed ({nctx} thread(s)) > "
+                        f"WGT depth {hw.wgt_depth}")
+    if acc > hw.acc_depth:
+        raise PlanError(f"accumulator buffer overflow: {acc} elements needed ({nctx} thread(s)) "
+                        f"> ACC depth {hw.acc_depth}")
+
+
+def _check_kernel(k: UopKernel, hw: HWConfig):
+    lay = hw.layout
+    if k.size > hw.uop_depth:
+        raise PlanError(f"micro-op cache overflow: kernel of {k.size} uops > uop buffer "
+                        f"{hw.uop_depth}")
+    for e, d, s, w in k.loops:
+        if e > _MAX_ITER:
+            raise PlanError(f"loop extent {e} exceeds the 14-bit iteration field")
+        if d >= (1 << lay.log_acc_depth):
+            raise PlanError(f"dst factor {d} exceeds its {lay.log_acc_depth}-bit field")
+        sbits = lay.log_acc_depth if k.kind == "alu" else lay.log_inp_depth
+        if s >= (1 << sbits):
+            raise PlanError(f"src factor {s} exceeds its {sbits}-bit field")
+        if w >= (1 << lay.log_wgt_depth):
+            raise PlanError(f"wgt factor {w} exceeds its {lay.log_wgt_depth}-bit field")
+
+
+def _check_mem(y, x, stride, pads=(0, 0, 0, 0), what="DMA"):
+    if x > 0xFFFF or y > 0xFFFF:
+        raise PlanError(f"{what} size {y}x{x} exceeds the 16-bit size field")
+    if stride > 0xFFFF:
+        raise PlanError(f"{what} stride {stride} exceeds the 16-bit stride field")
+    if max(pads) > 15:
+        raise PlanError(f"{what} padding {max(pads)} exceeds the 4-bit pad field (max 15)")
+
+
+class ConvPlan(_Base):
+    """A validated conv2d schedule: geometry, buffer layout, uop kernels, iteration space."""
+
+    kind = "conv2d"
+
+    def __init__(self, wl: Conv2DWorkload, hw: HWConfig, knobs: dict, epilogue: Epilogue | None):
+        super().__init__(wl, hw, dict(knobs), epilogue)
+        if wl.dilation != (1, 1):
+            raise PlanError(f"dilation {wl.dilation} is not supported by VTA conv2d (only 1x1)")
+        self.Nb = _ceil(wl.batch, hw.batch)
+        self.CIb = _ceil(wl.in_channels, hw.block_in)
+        self.COb = _ceil(wl.out_channels, hw.block_out)
+        self.H, self.W = wl.height, wl.width
+        self.KH, self.KW = wl.kernel
+        self.sh, self.sw = wl.stride
+        self.pt, self.pl, self.pb, self.pr = wl.padding
+        self.OH, self.OW = wl.out_height, wl.out_width
+        k = knobs
+        self.th, self.tw = int(k["tile_h"]), int(k["tile_w"])
+        self.tci, self.tco = int(k["tile_ci"]), int(k["tile_co"])
+        self.ocn, self.hn = int(k["oc_nthread"]), int(k["h_nthread"])
+        self.in_rows = (self.th - 1) * self.sh + self.KH
+        self.in_cols = (self.tw - 1) * self.sw + self.KW
+        self.n_h, self.n_w = self.OH // self.th, self.OW // self.tw
+        self.n_co, self.n_ci = self.COb // self.tco, self.CIb // self.tci
+        self.n_ho = _ceil(self.n_h, self.hn)
+        self.n_coo = _ceil(self.n_co, self.ocn)
+        self.nctx = self.hn * self.ocn
+        # emission order: h-thread major, oc-thread minor; buffer slot = oc * hn + h
+        self.contexts = [(h, oc, oc * self.hn + h) for h in range(self.hn) for oc in range(self.ocn)]
+        self.padded = any(wl.padding)
+        ops = self.alu_list()
+        self.has_bias = any(o[0] == "bias" for o in ops)
+        self.has_res = any(o[0] == "residual" for o in ops)
+        self.inp_sz = self.tci * self.in_rows * self.in_cols
+        self.wgt_sz = self.tco * self.tci * self.KH * self.KW
+        self.acc_sz = self.tco * self.th * self.tw
+        self.bias_sz = self.tco if self.has_bias else 0
+        self.res_sz = self.acc_sz if self.has_res else 0
+        n = self.nctx
+        _check_fits(hw, n * self.inp_sz, n * self.wgt_sz, n * (self.acc_sz + self.bias_sz + self.res_sz), n)
+        self._build_kernels()
+
+    # SRAM bases per buffer slot
+    def inp_base(self, slot): return slot * self.inp_sz
+    def wgt_base(self, slot): return slot * self.wgt_sz
+    def acc_base(self, slot): return slot * self.acc_sz
+    def bias_base(self, slot): return self.nctx * self.acc_sz + slot * self.bias_sz
+    def res_base(self, slot): return self.nctx * (self.acc_sz + self.bias_sz) + slot * self.res_sz
+
+    def _build_kernels(self):
+        th, tw, tci, tco = self.th, self.tw, self.tci, self.tco
+        KH, KW, ir, ic = self.KH, self.KW, self.in_rows, self.in_cols
+        self.k_reset, self.k_gemm, self.k_alu = {}, {}, {}
+        for _, _, slot in self.contexts:
+            a, i, w = self.acc_base(slot), self.inp_base(slot), self.wgt_base(slot)
+            loops = [(tw, 1, 0, 0), (tco, th * tw, 0, 0), (th, tw, 0, 0)]
+            f, u = fold_gemm_loops(loops, (a, 0, 0))
+            self.k_reset[slot] = UopKernel(("reset", slot), f, u, "gemm", reset=1)
+            loops = [(tci, 0, ir * ic, KH * KW), (tw, 1, self.sw, 0), (KW, 0, 1, 1),
+                     (KH, 0, ic, KW), (tco, th * tw, 0, tci * KH * KW), (th, tw, self.sh * ic, 0)]
+            f, u = fold_gemm_loops(loops, (a, i, w))
+            self.k_gemm[slot] = UopKernel(("gemm", slot), f, u, "gemm")
+            alus = []
+            for n, (op, imm) in enumerate(self.alu_list()):
+                ext = [tco, th, tw]
+                dc = [th * tw, tw, 1]
+                if op == "bias":
+                    sc, sb = [1, 0, 0], self.bias_base(slot)
+                elif op == "residual":
+                    sc, sb = dc, self.res_base(slot)
+                else:
+                    sc, sb = dc, a
+                alus.append(alu_kernel(("alu", n, slot), op, imm, ext, dc, sc, a, sb))
+            self.k_alu[slot] = alus
+        for ks in (self.k_reset, self.k_gemm):
+            for k in ks.values():
+                _check_kernel(k, self.hw)
+        for ks in self.k_alu.values():
+            for k in ks:
+                _check_kernel(k, self.hw)
+
+    # -- iteration space -----------------------------------------------------------------
+    def strides(self) -> list[int]:
+        """Strides (in iterations) of the tile loop nest (batch, h-outer, co-outer, w)."""
+        return [1, self.n_w, self.n_w * self.n_coo, self.n_w * self.n_coo * self.n_ho]
+
+    def n_iterations(self) -> int:
+        return self.Nb * self.n_ho * self.n_coo * self.n_w
+
+    def row_geom(self, hi: int):
+        return _span(hi * self.th * self.sh, self.in_rows, self.pt, self.H)
+
+    def col_geom(self, wo: int):
+        return _span(wo * self.tw * self.sw, self.in_cols, self.pl, self.W)
+
+    def iteration_keys(self) -> np.ndarray:
+        """A timing-equivalence key per tile iteration (same key -> same instruction shapes)."""
+        hkeys = {}
+        hk = np.empty(self.n_ho, dtype=np.int64)
+        for ho in range(self.n_ho):
+            t = tuple(self.row_geom(ho * self.hn + h)[:3] if ho * self.hn + h < self.n_h else None
+                      for h in range(self.hn))
+            hk[ho] = hkeys.setdefault(t, len(hkeys))
+        ck = np.empty(self.n_coo, dtype=np.int64)
+        ckeys = {}
+        for coo in range(self.n_coo):
+            t = tuple(coo * self.ocn + oc < self.n_co for oc in range(self.ocn))
+            ck[coo] = ckeys.setdefault(t, len(ckeys))
+        wk = np.empty(self.n_w, dtype=np.int64)
+        wkeys = {}
+        for wo in range(self.n_w):
+            wk[wo] = wkeys.setdefault(self.col_geom(wo)[:3], len(wkeys))
+        nh, nc, nw = len(hkeys), len(ckeys), len(wkeys)
+        key = (hk[:, None, None] * nc + ck[None, :, None]) * nw + wk[None, None, :]
+        return np.tile(key.reshape(-1), self.Nb)
+
+    def iterations(self):
+        """Yield the iteration indices (b, ho, coo, wo) in program order."""
+        for b in range(self.Nb):
+            for ho in range(self.n_ho):
+                for coo in range(self.n_coo):
+                    for wo in range(self.n_w):
+                        yield (b, ho, coo, wo)
+
+    def iteration_at(self, idx: int):
+        wo = idx % self.n_w
+        r = idx // self.n_w
+        coo = r % self.n_coo
+        r //= self.n_coo
+        ho = r % self.n_ho
+        b = r // self.n_ho
+        return (b, ho, coo, wo)
+
+    # -- emission -----------------------------------------------------------------------
+    def emit_prologue(self, q: InsnStream):
+        for _ in self.contexts:
+            q.dep_push(S, C)
+
+    def emit_epilogue(self, q: InsnStream):
+        for _ in self.contexts:
+            q.dep_pop(S, C)
+        q.synchronize()
+
+    def emit_iteration(self, q: InsnStream, it, dram: "DramLayout"):
+        b, ho, coo, wo = it
+        # every thread context takes part in the dependency protocol; a context whose
+        # tile is out of range (non-divisible outer extent) pushes/pops its tokens with
+        # NOPs, so the FIFO token queues keep pairing each context with itself
+        ctx = []
+        for h, oc, slot in self.contexts:
+            hi, co = ho * self.hn + h, coo * self.ocn + oc
+            ctx.append((slot, hi, co, hi < self.n_h and co < self.n_co))
+        th, tw, tco = self.th, self.tw, self.tco
+        cpad0, csz, cpad1, c0 = self.col_geom(wo)
+        # tile start: bias / residual loads + GEMM reset (one compute scope per thread)
+        for slot, hi, co, on in ctx:
+            q.dep_pop(S, C)
+            if on:
+                if self.has_bias:
+                    q.load(MEM_ACC, self.bias_base(slot), dram.elem("bias", co * tco), 1, tco, tco)
+                if self.has_res:
+                    dims = [(tco, self.OH * self.OW), (th, self.OW), (tw, 1)]
+                    base = dram.elem("res", ((b * self.COb + co * tco) * self.OH + hi * th)
+                                     * self.OW + wo * tw)
+                    for off, y, x, st, so in _dma_2d(dims, base, True):
+                        _check_mem(y, x, st, what="residual load")
+                        q.load(MEM_ACC, self.res_base(slot) + so, off, y, x, st)
+                q.run_kernel(self.k_reset[slot])
+            q.dep_push(C, L)
+        # reduction loop over ci-outer
+        for kc in range(self.n_ci):
+            for slot, hi, co, on in ctx:
+                q.dep_pop(C, L)
+                if on:
+                    self._emit_loads(q, dram, slot, b, hi, co, kc, cpad0, csz, cpad1, c0)
+                q.dep_push(L, C)
+            for slot, hi, co, on in ctx:
+                q.dep_pop(L, C)
+                if on:
+                    q.run_kernel(self.k_gemm[slot])
+                q.dep_push(C, L)
+        if self.alu_list():
+            for slot, hi, co, on in ctx:
+                q.dep_pop(C, L)
+            for slot, hi, co, on in ctx:
+                if on:
+                    for k in self.k_alu[slot]:
+                        q.run_kernel(k)
+                q.dep_push(C, S)
+        else:
+            for slot, hi, co, on in ctx:
+                q.dep_push(C, S)
+            for slot, hi, co, on in ctx:
+                q.dep_pop(C, L)
+        for slot, hi, co, on in ctx:
+            q.dep_pop(C, S)
+            if on:
+                dims = [(tco, self.OH * self.OW), (th, self.OW), (tw, 1)]
+                base = dram.elem("out", ((b * self.COb + co * tco) * self.OH + hi * th)
+                                 * self.OW + wo * tw)
+                for off, y, x, st, so in _dma_2d(dims, base, True):
+                    _check_mem(y, x, st, what="store")
+                    q.store(self.acc_base(slot) + so, off, y, x, st)
+            q.dep_push(S, C)
+
+    def _emit_loads(self, q, dram, slot, b, hi, co, kc, cpad0, csz, cpad1, c0):
+        """The input-tile and weight-tile DMAs of one ci-outer step of one context."""
+        rpad0, rsz, rpad1, r0 = self.row_geom(hi)
+        tco = self.tco
+        if self.padded:
+            for j in range(self.tci):
+                cib = kc * self.tci + j
+                sram = self.inp_base(slot) + j * self.in_rows * self.in_cols
+                base = dram.elem("inp", ((b * self.CIb + cib) * self.H + r0) * self.W + c0)
+                _check_mem(rsz, csz, self.W, (rpad0, rpad1, cpad0, cpad1), "input load")
+                q.load(MEM_INP, sram, base, rsz, csz, self.W, rpad0, rpad1, cpad0, cpad1)
+        else:
+            base = dram.elem("inp", ((b * self.CIb + kc * self.tci) * self.H + r0) * self.W + c0)
+            dims = [(self.tci, self.H * self.W), (rsz, self.W), (csz, 1)]
+            for off, y, x, st, so in _dma_2d(dims, base, True):
+                _check_mem(y, x, st, what="input load")
+                q.load(MEM_INP, self.inp_base(slot) + so, off, y, x, st)
+        wdims = [(tco, self.CIb * self.KH * self.KW), (self.tci * self.KH * self.KW, 1)]
+        wbase = dram.elem("wgt", ((co * tco) * self.CIb + kc * self.tci) * self.KH * self.KW)
+        for off, y, x, st, so in _dma_2d(wdims, wbase, True):
+            _check_mem(y, x, st, what="weight load")
+            q.load(MEM_WGT, self.wgt_base(slot) + so, off, y, x, st)
+
+    # -- DRAM image ------------------------------------------------------------------------
+    def dram_regions(self) -> dict[str, tuple[int, int]]:
+        """region -> (elements, element bytes)."""
+        hw = self.hw
+        reg = {
+            "inp": (self.Nb * self.CIb * self.H * self.W, hw.inp_elem_bytes),
+            "wgt": (self.COb * self.CIb * self.KH * self.KW, hw.wgt_elem_bytes),
+            "out": (self.Nb * self.COb * self.OH * self.OW, hw.out_elem_bytes),
+        }
+        if self.has_bias:
+            reg["bias"] = (self.COb, hw.acc_elem_bytes)
+        if self.has_res:
+            reg["res"] = (self.Nb * self.COb * self.OH * self.OW, hw.acc_elem_bytes)
+        return reg
+
+    def pack(self, data, weight, bias=None, residual=None) -> dict[str, np.ndarray]:
+        """NCHW/OIHW arrays -> packed DRAM region contents (bytes as uint8 arrays)."""
+        hw = self.hw
+        B, BI, BO = hw.batch, hw.block_in, hw.block_out
+        N, CI, H, W = self.wl.data_shape
+        x = np.zeros((self.Nb * B, self.CIb * BI, H, W), np.int8)
+        x[:N, :CI] = data
+        x = x.reshape(self.Nb, B, self.CIb, BI, H, W).transpose(0, 2, 4, 5, 1, 3)
+        CO = self.wl.out_channels
+        w = np.zeros((self.COb * BO, self.CIb * BI, self.KH, self.KW), np.int8)
+        w[:CO, :CI] = weight
+        w = w.reshape(self.COb, BO, self.CIb, BI, self.KH, self.KW).transpose(0, 2, 4, 5, 1, 3)
+        out = {"inp": np.ascontiguousarray(x).view(np.uint8).reshape(-1),
+               "wgt": np.ascontiguousarray(w).view(np.uint8).reshape(-1)}
+        if self.has_bias:
+            bb = np.zeros((self.COb * BO,), np.int32)
+            if bias is not None:
+                bb[:CO] = bias
+            bb = np.broadcast_to(bb.reshape(self.COb, 1, BO), (self.COb, B, BO))
+            out["bias"] = np.ascontiguousarray(bb).view(np.uint8).reshape(-1)
+        if self.has_res:
+            rr = np.zeros((self.Nb * B, self.COb * BO, self.OH, self.OW), np.int32)
+            if residual is not None:
+                rr[:N, :CO] = residual
+            rr = rr.reshape(self.Nb, B, self.COb, BO, self.OH, self.OW).transpose(0, 2, 4, 5, 1, 3)
+            out["res"] = np.ascontiguousarray(rr).view(np.uint8).reshape(-1)
+        return out
+
+    def unpack_output(self, raw: np.ndarray, dtype=np.int8) -> np.ndarray:
+        """Packed output region (elements of ``dtype``) -> NCHW."""
+        hw = self.hw
+        B, BO = hw.batch, hw.block_out
+        N, CO, OH, OW = self.wl.output_shape
+        y = raw.reshape(self.Nb, self.COb, OH, OW, B, BO).transpose(0, 4, 1, 5, 2, 3)
+        y = y.reshape(self.Nb * B, self.COb * BO, OH, OW)
+        return np.ascontiguousarray(y[:N, :CO])
+
+
+class DensePlan(_Base):
+    """A validated dense schedule (``dense_packed.vta``)."""
+
+    kind = "dense"
+
+    def __init__(self, wl: DenseWorkload, hw: HWConfig, knobs: dict, epilogue: Epilogue | None):
+        super().__init__(wl, hw, dict(knobs), epilogue)
+        self.Nb = _ceil(wl.batch, hw.batch)
+        self.CIb = _ceil(wl.in_features, hw.block_in)
+        self.COb = _ceil(wl.out_features, hw.block_out)
+        k = knobs
+        self.tb, self.tci, self.tco = int(k["tile_b"]), int(k["tile_ci"]), int(k["tile_co"])
+        self.ocn = int(k["oc_nthread"])
+        self.hn = 1
+        self.n_b, self.n_co, self.n_ci = self.Nb // self.tb, self.COb // self.tco, self.CIb // self.tci
+        self.n_coo = _ceil(self.n_co, self.ocn)
+        self.nctx = self.ocn
+        self.contexts = [(0, oc, oc) for oc in range(self.ocn)]
+        ops = self.alu_list()
+        self.has_bias = any(o[0] == "bias" for o in ops)
+        self.has_res = any(o[0] == "residual" for o in ops)
+        self.inp_sz = self.tci
+        self.wgt_sz = self.tco * self.tci
+        self.acc_sz = self.tb * self.tco
+        self.bias_sz = self.tco if self.has_bias else 0
+        self.res_sz = self.acc_sz if self.has_res else 0
+        n = self.nctx
+        _check_fits(hw, n * self.inp_sz, n * self.wgt_sz, n * (self.acc_sz + self.bias_sz + self.res_sz), n)
+        self._build_kernels()
+
+    def inp_base(self, slot): return slot * self.inp_sz
+    def wgt_base(self, slot): return slot * self.wgt_sz
+    def acc_base(self, slot): return slot * self.acc_sz
+    def bias_base(self, slot): return self.nctx * self.acc_sz + slot * self.bias_sz
+    def res_base(self, slot): return self.nctx * (self.acc_sz + self.bias_sz) + slot * self.res_sz
+
+    def _build_kernels(self):
+        tb, tci, tco = self.tb, self.tci, self.tco
+        self.k_reset, self.k_gemm, self.k_alu = {}, {}, {}
+        for _, _, slot in self.contexts:
+            for bi in range(tb):
+                a = self.acc_base(slot) + bi * tco
+                f, u = fold_gemm_loops([(tco, 1, 0, 0)], (a, 0, 0))
+                self.k_reset[slot, bi] = UopKernel(("reset", slot, bi), f, u, "gemm", reset=1)
+                f, u = fold_gemm_loops([(tci, 0, 1, 1), (tco, 1, 0, tci)],
+                                       (a, self.inp_base(slot), self.wgt_base(slot)))
+                self.k_gemm[slot, bi] = UopKernel(("gemm", slot, bi), f, u, "gemm")
+            alus = []
+            a = self.acc_base(slot)
+            for n, (op, imm) in enumerate(self.alu_list()):
+                ext, dc = [tb, tco], [tco, 1]
+                if op == "bias":
+                    sc, sb = [0, 1], self.bias_base(slot)
+                elif op == "residual":
+                    sc, sb = dc, self.res_base(slot)
+                else:
+                    sc, sb = dc, a
+                alus.append(alu_kernel(("alu", n, slot), op, imm, ext, dc, sc, a, sb))
+            self.k_alu[slot] = alus
+        for k in list(self.k_reset.values()) + list(self.k_gemm.values()):
+            _check_kernel(k, self.hw)
+        for ks in self.k_alu.values():
+            for k in ks:
+                _check_kernel(k, self.hw)
+
+    def strides(self) -> list[int]:
+        return [1, self.n_coo]
+
+    def n_iterations(self) -> int:
+        return self.n_b * self.n_coo
+
+    def iteration_keys(self) -> np.ndarray:
+        ck = np.array([sum((coo * self.ocn + oc < self.n_co) << oc for oc in range(self.ocn))
+                       for coo in range(self.n_coo)], dtype=np.int64)
+        return np.tile(ck, self.n_b)
+
+    def iterations(self):
+        for bo in range(self.n_b):
+            for coo in range(self.n_coo):
+                yield (bo, coo)
+
+    def iteration_at(self, idx: int):
+        return (idx // self.n_coo, idx % self.n_coo)
+
+    def emit_prologue(self, q: InsnStream):
+        for _ in self.contexts:
+            q.dep_push(S, C)
+
+    def emit_epilogue(self, q: InsnStream):
+        for _ in self.contexts:
+            q.dep_pop(S, C)
+        q.synchronize()
+
+    def emit_iteration(self, q: InsnStream, it, dram: "DramLayout"):
+        bo, coo = it
+        ctx = [(slot, coo * self.ocn + oc, coo * self.ocn + oc < self.n_co)
+               for _, oc, slot in self.contexts]
+        tb, tci, tco = self.tb, self.tci, self.tco
+        for slot, co, on in ctx:
+            q.dep_pop(S, C)
+            if on and self.has_bias:
+                q.load(MEM_ACC, self.bias_base(slot), dram.elem("bias", co * tco), 1, tco, tco)
+            if on and self.has_res:
+                base = dram.elem("res", (bo * tb) * self.COb + co * tco)
+                for off, y, x, st, so in _dma_2d([(tb, self.COb), (tco, 1)], base, True):
+                    _check_mem(y, x, st, what="residual load")
+                    q.load(MEM_ACC, self.res_base(slot) + so, off, y, x, st)
+        for bi in range(tb):
+            brow = bo * tb + bi
+            for slot, co, on in ctx:
+                if on:
+                    q.run_kernel(self.k_reset[slot, bi])
+                q.dep_push(C, L)
+            for kc in range(self.n_ci):
+                for slot, co, on in ctx:
+                    q.dep_pop(C, L)
+                    if on:
+                        q.load(MEM_INP, self.inp_base(slot),
+                               dram.elem("inp", brow * self.CIb + kc * tci), 1, tci, tci)
+                        wbase = dram.elem("wgt", (co * tco) * self.CIb + kc * tci)
+                        for off, y, x, st, so in _dma_2d([(tco, self.CIb), (tci, 1)], wbase, True):
+                            _check_mem(y, x, st, what="weight load")
+                            q.load(MEM_WGT, self.wgt_base(slot) + so, off, y, x, st)
+                    q.dep_push(L, C)
+                for slot, co, on in ctx:
+                    q.dep_pop(L, C)
+                    if on:
+                        q.run_kernel(self.k_gemm[slot, bi])
+                    q.dep_push(C, L)
+            for slot, co, on in ctx:
+                q.dep_pop(C, L)
+        for slot, co, on in ctx:
+            if on:
+                for k in self.k_alu[slot]:
+                    q.run_kernel(k)
+            q.dep_push(C, S)
+        for slot, co, on in ctx:
+            q.dep_pop(C, S)
+            if on:
+                base = dram.elem("out", (bo * tb) * self.COb + co * tco)
+                for off, y, x, st, so in _dma_2d([(tb, self.COb), (tco, 1)], base, True):
+                    _check_mem(y, x, st, what="store")
+                    q.store(self.acc_base(slot) + so, off, y, x, st)
+            q.dep_push(S, C)
+
+    def dram_regions(self) -> dict[str, tuple[int, int]]:
+        hw = self.hw
+        reg = {"inp": (self.Nb * self.CIb, hw.inp_elem_bytes),
+               "wgt": (self.COb * self.CIb, hw.wgt_elem_bytes),
+               "out": (self.Nb * self.COb, hw.out_elem_bytes)}
+        if self.has_bias:
+            reg["bias"] = (self.COb, hw.acc_elem_bytes)
+        if self.has_res:
+            reg["res"] = (self.Nb * self.COb, hw.acc_elem_bytes)
+        return reg
+
+    def pack(self, data, weight, bias=None, residual=None) -> dict[str, np.ndarray]:
+        hw = self.hw
+        B, BI, BO = hw.batch, hw.block_in, hw.block_out
+        N, K = self.wl.data_shape
+        M = self.wl.out_features
+        x = np.zeros((self.Nb * B, self.CIb * BI), np.int8)
+        x[:N, :K] = data
+        x = x.reshape(self.Nb, B, self.CIb, BI).transpose(0, 2, 1, 3)
+        w = np.zeros((self.COb * BO, self.CIb * BI), np.int8)
+        w[:M, :K] = weight
+        w = w.reshape(self.COb, BO, self.CIb, BI).transpose(0, 2, 1, 3)
+        out = {"inp": np.ascontiguousarray(x).view(np.uint8).reshape(-1),
+               "wgt": np.ascontiguousarray(w).view(np.uint8).reshape(-1)}
+        if self.has_bias:
+            bb = np.zeros((self.COb * BO,), np.int32)
+            if bias is not None:
+                bb[:M] = bias
+            bb = np.broadcast_to(bb.reshape(self.COb, 1, BO), (self.COb, B, BO))
+            out["bias"] = np.ascontiguousarray(bb).view(np.uint8).reshape(-1)
+        if self.has_res:
+            rr = np.zeros((self.Nb * B, self.COb * BO), np.int32)
+            if residual is not None:
+                rr[:N, :M] = residual
+            rr = rr.reshape(self.Nb, B, self.COb, BO).transpose(0, 2, 1, 3)
+            out["res"] = np.ascontiguousarray(rr).view(np.uint8).reshape(-1)
+        return out
+
+    def unpack_output(self, raw: np.ndarray, dtype=np.int8) -> np.ndarray:
+        hw = self.hw
+        B, BO = hw.batch, hw.block_out
+        N, M = self.wl.output_shape
+        y = raw.reshape(self.Nb, self.COb, B, BO).transpose(0, 2, 1, 3).reshape(self.Nb * B, self.COb * BO)
+        return np.ascontiguousarray(y[:N, :M])
+
+
+def make_plan(wl, hw: HWConfig, knobs, epilogue: Epilogue | None = DEFAULT_EPILOGUE):
+    """Validate knobs and build the plan; raises :class:`PlanError` with the reason."""
+    reason = check_knobs(wl, hw, knobs)
+    if reason:
+        raise PlanError(reason)
+    if isinstance(wl, Conv2DWorkload):
+        return ConvPlan(wl, hw, knobs, epilogue)
+    if isinstance(wl, DenseWorkload):
+        return DensePlan(wl, hw, knobs, epilogue)
+    raise PlanError(f"unsupported workload type {type(wl).__name__}")
+
+
+# ============================================================================ DRAM / program
+class DramLayout:
+    """Byte placement of the DRAM regions (uop kernels, input, weight, bias, residual, output).
+
+    Every region starts on a boundary that is a multiple of its element size, so the
+    instructions' element-unit ``dram_base`` is exact.
+    """
+
+    def __init__(self, regions: dict[str, tuple[int, int]], uop_words: int):
+        self.regions: dict[str, tuple[int, int, int]] = {}  # name -> (byte base, bytes, elem)
+        align = 4096
+        for _, eb in regions.values():
+            align = max(align, eb)
+        pos = align  # keep address 0 unused
+        items = [("uop", (uop_words, 4))] + list(regions.items())
+        for name, (n, eb) in items:
+            pos = -(-pos // align) * align
+            self.regions[name] = (pos, n * eb, eb)
+            pos += n * eb
+        self.size = -(-pos // align) * align
+
+    def elem(self, name: str, index: int) -> int:
+        base, _, eb = self.regions[name]
+        return base // eb + int(index)
+
+    def byte_range(self, name: str) -> tuple[int, int]:
+        base, n, _ = self.regions[name]
+        return base, base + n
+
+
+@dataclass
+class Program:
+    """A compiled instruction stream with its DRAM image description.
+
+    ``insns``: instruction objects (see :mod:`dcoc.vta.isa`); ``uop_words``: the micro-op
+    kernels as 32-bit words, placed at the ``uop`` DRAM region; ``dram``: the region layout;
+    ``plan``: the schedule it was compiled from; ``segments``: index of the first instruction
+    of each segment (prologue, one per tile iteration, epilogue).
+    """
+
+    hw: HWConfig
+    insns: list
+    uop_words: np.ndarray
+    dram: DramLayout
+    plan: object = None
+    segments: list = field(default_factory=list)
+
+    def encode(self) -> list[int]:
+        """All instructions as 128-bit integers (IsaError if a field does not fit)."""
+        return [isa.encode(i, self.hw) for i in self.insns]
+
+    def listing(self, limit: int | None = None) -> str:
+        """A human-readable listing of the stream."""
+        lines = [f"{n:6d}  {i}" for n, i in enumerate(self.insns[:limit])]
+        if limit is not None and len(self.insns) > limit:
+            lines.append(f"... ({len(self.insns) - limit} more)")
+        return "\n".join(lines)
+
+    def initial_dram(self, arrays: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """The DRAM image (uint8) with uops and the given region contents placed."""
+        mem = np.zeros(self.dram.size, np.uint8)
+        b0, b1 = self.dram.byte_range("uop")
+        mem[b0:b1] = self.uop_words.astype("<u4").view(np.uint8)
+        for name, arr in (arrays or {}).items():
+            a0, a1 = self.dram.byte_range(name)
+            mem[a0:a0 + arr.size] = arr
+        return mem
+
+
+def _kernel_dram(plan) -> tuple[dict, np.ndarray]:
+    """Place every kernel's uops once in the uop DRAM region (element offsets)."""
+    words = []
+    offsets = {}
+    kernels = []
+    if isinstance(plan, ConvPlan):
+        for slot in plan.k_reset:
+            kernels += [plan.k_reset[slot], plan.k_gemm[slot]] + plan.k_alu[slot]
+    else:
+        for key in plan.k_reset:
+            kernels += [plan.k_reset[key], plan.k_gemm[key]]
+        for slot in plan.k_alu:
+            kernels += plan.k_alu[slot]
+    pos = 0
+    for k in kernels:
+        offsets[k.key] = pos
+        for u in k.uops:
+            words.append(isa.encode_uop(u, plan.hw))
+        pos += k.size
+    return offsets, np.array(words, dtype=np.uint32)
+
+
+def compile_program(plan) -> Program:
+    """Compile the whole instruction stream of a plan (the reference path)."""
+    offsets, words = _kernel_dram(plan)
+    dram = DramLayout(plan.dram_regions(), len(words))
+    base = dram.elem("uop", 0)
+    kd = {k: base + v for k, v in offsets.items()}
+    q = InsnStream(plan.hw, kd)
+    segs = [0]
+    plan.emit_prologue(q)
+    for it in plan.iterations():
+        segs.append(q.begin_segment())
+        plan.emit_iteration(q, it, dram)
+    segs.append(q.begin_segment())
+    plan.emit_epilogue(q)
+    _check_dram_fields(q.insns)
+    return Program(plan.hw, q.insns, words, dram, plan, segs)
+
+
+def _check_dram_fields(insns):
+    for i in insns:
+        if i.opcode in (OP_LOAD, OP_STORE) and i.dram_base > 0xFFFFFFFF:
+            raise PlanError(f"DRAM address {i.dram_base} exceeds the 32-bit field")
