@@ -126,6 +126,7 @@ class WalkResult:
     scores: np.ndarray            # [n] normalized throughput (surrogate or measured)
     invalid_moves: int = 0
     mean_reward: float = 0.0
+    walkers: np.ndarray | None = None  # [n] which walker visited each point
 
 
 class MAPPO:
@@ -186,16 +187,18 @@ class MAPPO:
 
         dims: [K] number of choices per knob.
         starts: [W, K] valid start points.
-        score_fn: points [n, K] -> normalized throughput [n].
-        valid_fn: point tuple -> bool (space constraints).
+        score_fn: ``(points [W, K], walker indices [W]) -> normalized throughput [W]``.
+        valid_fn: ``(point tuple, walker index) -> bool`` (space constraints).
+        Walkers may explore different tasks (co-design): the walker index tells which.
         """
         cfg = self.cfg
         dims = np.asarray(dims, dtype=np.int64)
         pos = np.array(starts, dtype=np.int64)
         W, T = len(pos), cfg.walk_length
-        cur = np.asarray(score_fn(pos), dtype=np.float64)
+        walkers = np.arange(W)
+        cur = np.asarray(score_fn(pos, walkers), dtype=np.float64)
         best = cur.copy()
-        seen: dict = {tuple(p): s for p, s in zip(pos, cur)}
+        seen: dict = {(int(w), tuple(p)): s for w, p, s in zip(walkers, pos, cur)}
         store = dict(obs=[[] for _ in self.groups], masks=[[] for _ in self.groups],
                      actions=[[] for _ in self.groups], agent_logps=[[] for _ in self.groups],
                      logps=[], states=[], rewards=[], values=[])
@@ -218,13 +221,13 @@ class MAPPO:
                 store["actions"][a].append(act.numpy())
                 store["agent_logps"][a].append(lp)
             new = pos + delta
-            ok = np.array([valid_fn(tuple(p)) for p in new])
+            ok = np.array([valid_fn(tuple(p), w) for w, p in enumerate(new)])
             invalid += int((~ok).sum())
             new[~ok] = pos[~ok]
-            scores = np.asarray(score_fn(new), dtype=np.float64)
+            scores = np.asarray(score_fn(new, walkers), dtype=np.float64)
             reward = np.where(ok, scores, -cfg.invalid_penalty)
-            for p, s in zip(new[ok], scores[ok]):
-                seen[tuple(p)] = s
+            for w in np.flatnonzero(ok):
+                seen[(int(w), tuple(new[w]))] = scores[w]
             pos, cur = new, scores
             best = np.maximum(best, cur)
             store["logps"].append(joint_logp)
@@ -245,9 +248,11 @@ class MAPPO:
                 values=np.stack(store["values"]),
                 last_value=last_value,
             ))
-        pts = np.array(list(seen.keys()), dtype=np.int64).reshape(-1, len(dims))
+        keys = list(seen.keys())
+        pts = np.array([k[1] for k in keys], dtype=np.int64).reshape(-1, len(dims))
         return WalkResult(pts, np.array(list(seen.values())), invalid,
-                          float(np.mean(store["rewards"])))
+                          float(np.mean(store["rewards"])),
+                          np.array([k[0] for k in keys], dtype=np.int64))
 
     # ---------------------------------------------------------------------- update
     def update(self) -> dict:

@@ -117,7 +117,7 @@ class DCOCTuner(Tuner):
 
         cache: dict = {}
 
-        def score(points: np.ndarray) -> np.ndarray:
+        def score(points: np.ndarray, walkers=None) -> np.ndarray:
             out = np.empty(len(points))
             todo = []
             for i, p in enumerate(map(tuple, points)):
@@ -145,11 +145,13 @@ class DCOCTuner(Tuner):
         starts += self._random_valid(W - n_elite, exclude=set())
         while len(starts) < W:  # tiny spaces: repeat what we have
             starts.append(starts[len(starts) % max(len(starts), 1)] if starts else self.space.sample_point(self.rng))
-        walk = self.agents.rollout(self.dims, np.array(starts), self.context, score, self._valid)
+        walk = self.agents.rollout(self.dims, np.array(starts), self.context, score,
+                                   lambda p, w: self._valid(p))
         metrics = self.agents.update()
 
-        cands = [tuple(p) for p in walk.points if tuple(p) not in measured
-                 and not self.is_visited(self.space.config(tuple(p))) and self._valid(tuple(p))]
+        cands = list(dict.fromkeys(
+            tuple(p) for p in walk.points if tuple(p) not in measured
+            and not self.is_visited(self.space.config(tuple(p))) and self._valid(tuple(p))))
         if len(cands) < n:  # walks stuck in measured territory: top up with random points
             cands += self._random_valid(n - len(cands), exclude=set(cands))
         if not cands:

@@ -54,7 +54,7 @@ def test_mappo_learns_to_climb_a_fixed_reward():
     dims = np.array([16, 16, 4])
     target = np.array([12, 3, 2])
 
-    def score(points):
+    def score(points, walkers=None):
         return np.exp(-0.15 * np.abs(points - target).sum(axis=1))
 
     cfg = MAPPOConfig(n_walkers=32, walk_length=10, lr=3e-3)
@@ -63,13 +63,13 @@ def test_mappo_learns_to_climb_a_fixed_reward():
     starts = rng.integers(0, dims, size=(32, 3))
 
     def final_reward():
-        r = agents.rollout(dims, starts, np.zeros(0, np.float32), score, lambda p: True, greedy=True)
+        r = agents.rollout(dims, starts, np.zeros(0, np.float32), score, lambda p, w: True, greedy=True)
         return r.mean_reward
 
     before = final_reward()
     for _ in range(40):
         agents.rollout(dims, rng.integers(0, dims, size=(32, 3)), np.zeros(0, np.float32), score,
-                       lambda p: True)
+                       lambda p, w: True)
         agents.update()
     after = final_reward()
     assert after > before + 0.1, (before, after)
@@ -78,7 +78,8 @@ def test_mappo_learns_to_climb_a_fixed_reward():
 def test_mappo_never_steps_into_invalid_configs():
     dims = np.array([8, 8])
     agents = MAPPO([[0], [1]], 2, 0, MAPPOConfig(n_walkers=8, walk_length=20), seed=3)
-    valid = lambda p: p[0] + p[1] <= 8  # noqa: E731
+    valid = lambda p, w=0: p[0] + p[1] <= 8  # noqa: E731
     r = agents.rollout(dims, np.zeros((8, 2), np.int64), np.zeros(0, np.float32),
-                       lambda pts: pts.sum(axis=1) / 16.0, valid)
+                       lambda pts, w: pts.sum(axis=1) / 16.0, valid)
     assert all(valid(tuple(p)) for p in r.points)
+    assert len(r.walkers) == len(r.points)
