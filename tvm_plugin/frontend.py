@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import io
 import json
 import math
@@ -506,30 +507,37 @@ def _run_from_onnx(model, shapes: dict, label: str):
 
     out = io.StringIO()
     importer = None
-    try:
-        with contextlib.redirect_stdout(out), warnings.catch_warnings(), _quiet_native_stderr():
-            warnings.simplefilter("ignore")
-            cls = getattr(fe, "ONNXGraphImporter", None)
-            if cls is None:
-                return fe.from_onnx(model, shape_dict=dict(shapes), keep_params_in_input=False)
-            importer = cls(dict(shapes), "float32", keep_params_in_input=False, sanitize=True)
-            opset = next((o.version for o in model.opset_import
-                          if o.domain in _STANDARD_DOMAINS), 1)
-            return importer.from_onnx(model.graph, opset)
-    except Exception as exc:  # noqa: BLE001 - anything from TVM becomes one line
-        where = ""
-        done = getattr(importer, "_nodes", None)
-        if isinstance(done, dict):
-            node = next((n for n in model.graph.node
-                         if any(o and o not in done for o in n.output)), None)
-            if node is not None:
-                where = f" on operator '{node.op_type}'" + (f" (node '{node.name}')"
-                                                             if node.name else "")
-        if not where:
-            m = re.search(r"Error converting operator (\w+)", out.getvalue())
-            where = f" on operator '{m.group(1)}'" if m else ""
-        raise ModelError(f"TVM's ONNX importer failed{where} in '{label}': "
-                         f"{_first_line(exc)}") from None
+    error = None
+    with _quiet_native_stderr():
+        try:
+            with contextlib.redirect_stdout(out), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cls = getattr(fe, "ONNXGraphImporter", None)
+                if cls is None:
+                    return fe.from_onnx(model, shape_dict=dict(shapes),
+                                        keep_params_in_input=False)
+                importer = cls(dict(shapes), "float32", keep_params_in_input=False,
+                               sanitize=True)
+                opset = next((o.version for o in model.opset_import
+                              if o.domain in _STANDARD_DOMAINS), 1)
+                return importer.from_onnx(model.graph, opset)
+        except Exception as exc:  # noqa: BLE001 - anything from TVM becomes one line
+            where = ""
+            done = getattr(importer, "_nodes", None)
+            if isinstance(done, dict):
+                node = next((n for n in model.graph.node
+                             if any(o and o not in done for o in n.output)), None)
+                if node is not None:
+                    where = f" on operator '{node.op_type}'" + (
+                        f" (node '{node.name}')" if node.name else "")
+            if not where:
+                m = re.search(r"Error converting operator (\w+)", out.getvalue())
+                where = f" on operator '{m.group(1)}'" if m else ""
+            error = f"TVM's ONNX importer failed{where} in '{label}': {_first_line(exc)}"
+        # free the half-built BlockBuilder now, while TVM's C++ warnings are still captured
+        importer = None
+        gc.collect()
+    raise ModelError(error)
 
 
 def _import_pipeline(mod, fold: bool = True):

@@ -86,6 +86,15 @@ def bad_models(tmp_path_factory) -> dict[str, str]:
     onnx.save(m, str(p))
     paths["dynamic"] = str(p)
 
+    # passes the checker, fails inside TVM's importer (impossible Reshape)
+    m = _model([helper.make_node("Reshape", ["x", "s"], ["y"], name="bad_reshape")],
+               [helper.make_tensor_value_info("x", TP.FLOAT, [2, 3])],
+               [helper.make_tensor_value_info("y", TP.FLOAT, [7])],
+               inits=[onnx.numpy_helper.from_array(np.array([7], dtype=np.int64), "s")])
+    p = d / "bad_reshape.onnx"
+    onnx.save(m, str(p))
+    paths["tvm_failure"] = str(p)
+
     # external data whose .data file is missing
     m = _model([helper.make_node("Conv", ["x", "w"], ["y"])],
                [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 8, 8])],
