@@ -168,6 +168,7 @@ class MAPPO:
     def _observe(self, pos, dims, context, t_frac, cur, best):
         """Per-agent observations and the global state for positions ``pos`` [W, K]."""
         W = len(pos)
+        dims = np.broadcast_to(dims, pos.shape)
         norm = pos / np.maximum(dims - 1, 1)
         ctx = np.broadcast_to(context, (W, self.context_dim))
         tcol = np.full((W, 1), t_frac)
@@ -177,7 +178,7 @@ class MAPPO:
         masks = []
         for g in self.groups:
             p = pos[:, g][:, :, None] + self.moves[None, None, :]
-            masks.append((p >= 0) & (p < dims[g][None, :, None]))
+            masks.append((p >= 0) & (p < dims[:, g][:, :, None]))
         return obs, masks, state
 
     # --------------------------------------------------------------------- rollout
@@ -185,7 +186,7 @@ class MAPPO:
     def rollout(self, dims, starts, context, score_fn, valid_fn, greedy: bool = False) -> WalkResult:
         """Walk ``len(starts)`` walkers for ``walk_length`` steps; store transitions.
 
-        dims: [K] number of choices per knob.
+        dims: [K] (or [W, K], per walker) number of choices per knob.
         starts: [W, K] valid start points.
         score_fn: ``(points [W, K], walker indices [W]) -> normalized throughput [W]``.
         valid_fn: ``(point tuple, walker index) -> bool`` (space constraints).
@@ -249,7 +250,7 @@ class MAPPO:
                 last_value=last_value,
             ))
         keys = list(seen.keys())
-        pts = np.array([k[1] for k in keys], dtype=np.int64).reshape(-1, len(dims))
+        pts = np.array([k[1] for k in keys], dtype=np.int64).reshape(-1, pos.shape[1])
         return WalkResult(pts, np.array(list(seen.values())), invalid,
                           float(np.mean(store["rewards"])),
                           np.array([k[0] for k in keys], dtype=np.int64))

@@ -93,6 +93,17 @@ class Measurer:
     def measure(self, task: TuningTask, configs: Sequence[dict]) -> list[MeasureResult]:
         raise NotImplementedError
 
+    def measure_jobs(self, jobs: Sequence[tuple]) -> list[MeasureResult]:
+        """Measure ``[(task, config), ...]`` spanning several tasks (results in order)."""
+        out: list = [None] * len(jobs)
+        groups: dict = {}
+        for i, (task, cfg) in enumerate(jobs):
+            groups.setdefault(id(task), (task, []))[1].append(i)
+        for task, idx in groups.values():
+            for i, r in zip(idx, self.measure(task, [jobs[i][1] for i in idx])):
+                out[i] = r
+        return out
+
     def close(self) -> None:
         """Release workers (pools, RPC sessions)."""
 
@@ -162,20 +173,27 @@ class FunctionMeasurer(Measurer):
             from pebble import ProcessPool
 
             self._pool = ProcessPool(
-                max_workers=self.n_workers, context=mp.get_context("forkserver")
+                max_workers=self.n_workers, context=mp.get_context("fork")
             )
         return self._pool
 
     def measure(self, task, configs):
-        configs = list(configs)
+        return self.measure_jobs([(task, c) for c in configs])
+
+    def measure_jobs(self, jobs):
+        jobs = list(jobs)
         if self.n_workers == 0:
-            return [_call_measure(self.fn, task, c) for c in configs]
+            return [_call_measure(self.fn, task, c) for task, c in jobs]
         import cloudpickle
 
         pool = self._get_pool()
-        # tasks may hold closures (constraints): ship (fn, task) with cloudpickle, once per batch
-        blob = cloudpickle.dumps((self.fn, task))
-        futures = [pool.schedule(_call_blob, args=(blob, c), timeout=self.timeout) for c in configs]
+        # tasks may hold closures (constraints): ship (fn, task) with cloudpickle, once per task
+        blobs: dict = {}
+        futures = []
+        for task, c in jobs:
+            if id(task) not in blobs:
+                blobs[id(task)] = cloudpickle.dumps((self.fn, task))
+            futures.append(pool.schedule(_call_blob, args=(blobs[id(task)], c), timeout=self.timeout))
         results = []
         for fut in futures:
             try:
