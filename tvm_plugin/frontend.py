@@ -172,7 +172,7 @@ def resolve_target(target) -> TargetSpec:
         else:
             raise _bad_target(target)
         if t.kind.name == "llvm" and "num-cores" not in t.attrs:
-            cfg = dict(json.loads(json.dumps(_target_config(t))))
+            cfg = _target_config(t)
             cfg["num-cores"] = _physical_cores()
             t = tvm.target.Target(cfg)
     return TargetSpec(t.kind.name, t)

@@ -106,7 +106,7 @@ def run(args) -> int:
             row.append(t.ms_task.task_name if t.ms_task is not None else "-")
         rows.append(row)
     where = "VTA" if spec.is_vta else spec.kind
-    print(f"{tl.model}: {len(tl)} tasks for {where} (extracted in {secs:.1f} s)")
+    print(f"{tl.model}: {len(tl)} tasks for {where} (imported and extracted in {secs:.1f} s)")
     if ms:
         print(f"target: {tl.target}")
     print()

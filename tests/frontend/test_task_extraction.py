@@ -234,3 +234,37 @@ def test_resolve_target_forms():
     t = resolve_target(tvm.target.Target({"kind": "llvm"}))
     assert "num-cores" in t.tvm.attrs
     assert resolve_target({"kind": "vta"}).is_vta
+
+
+def test_tasks_match_compile_relax_pipeline(monkeypatch):
+    """compile_relax(db, model.mod, ...) re-fuses the unfused module itself; the module it
+    hands to MetaScheduleApplyDatabase must yield exactly our MetaSchedule tasks, or every
+    database lookup would miss (TVM notes section 7)."""
+    import tvm
+    import tvm_ffi
+    from tvm import relax
+    from tvm.s_tir import meta_schedule as ms
+
+    from tvm_plugin.frontend import load, resolve_target
+
+    model = load("transformer")
+    spec = resolve_target({"kind": "llvm", "num-cores": 2})
+    ours = model.tasks(spec)
+    captured = {}
+    real = relax.transform.MetaScheduleApplyDatabase
+
+    def capture(enable_warning=False):
+        @tvm.transform.module_pass(opt_level=0, name="CaptureThenApplyDatabase")
+        def _pass(mod, _ctx):
+            captured["mod"] = mod
+            return real(enable_warning=enable_warning)(mod)
+        return _pass
+
+    monkeypatch.setattr(relax.transform, "MetaScheduleApplyDatabase", capture)
+    ms.relax_integration.compile_relax(ms.database.MemoryDatabase(), model.mod, spec.tvm,
+                                       params={})
+    theirs = ms.relax_integration.extract_tasks(captured["mod"], spec.tvm)
+    assert {t.task_name: (int(t.weight), tvm_ffi.structural_hash(t.dispatched[0]))
+            for t in theirs} == \
+        {t.ms_task.task_name: (t.weight, tvm_ffi.structural_hash(t.ms_task.dispatched[0]))
+         for t in ours}
