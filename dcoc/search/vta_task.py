@@ -267,3 +267,48 @@ def simulate_config(task: TuningTask, config: dict):
         return None, {"reason": r.reason}
     return float(r.seconds), {"cycles": int(r.cycles), "gops": float(r.gops),
                               "utilization": float(r.utilization)}
+
+
+# ------------------------------------------------------------------------ catalog
+#: ResNet-18's VTA conv layers C2..C11 (vta-reference §4.2): (H=W, CI, CO, K, S, count)
+RESNET18_CONV = {
+    "C2": (56, 64, 64, 3, 1, 4), "C3": (56, 64, 128, 3, 2, 1), "C4": (56, 64, 128, 1, 2, 1),
+    "C5": (28, 128, 128, 3, 1, 3), "C6": (28, 128, 256, 3, 2, 1), "C7": (28, 128, 256, 1, 2, 1),
+    "C8": (14, 256, 256, 3, 1, 3), "C9": (14, 256, 512, 3, 2, 1), "C10": (14, 256, 512, 1, 2, 1),
+    "C11": (7, 512, 512, 3, 1, 3),
+}
+
+
+def resnet18_layer(name: str):
+    """The Conv2DWorkload of ResNet-18 layer ``C2`` .. ``C11``."""
+    from dcoc.errors import DcocError
+
+    key = name.upper()
+    if key not in RESNET18_CONV:
+        raise DcocError(f"unknown ResNet-18 layer '{name}'; choose from {', '.join(RESNET18_CONV)}")
+    h, ci, co, k, s, _ = RESNET18_CONV[key]
+    return _vta().Conv2DWorkload(batch=1, height=h, width=h, in_channels=ci, out_channels=co,
+                                 kernel=(k, k), stride=(s, s), padding=(k // 2, k // 2))
+
+
+def parse_workload(spec: str):
+    """A workload from a CLI spec: ``C2`` (ResNet-18 layer), ``conv:H,W,CI,CO,K,S,P`` or
+    ``dense:N,K,M`` (rows, in features, out features)."""
+    from dcoc.errors import DcocError
+
+    vta = _vta()
+    s = spec.strip()
+    if s.upper() in RESNET18_CONV:
+        return resnet18_layer(s)
+    kind, _, nums = s.partition(":")
+    try:
+        v = [int(x) for x in nums.replace("x", ",").split(",") if x.strip()]
+    except ValueError:
+        v = []
+    if kind == "conv" and len(v) == 7:
+        h, w, ci, co, k, st, p = v
+        return vta.Conv2DWorkload(batch=1, height=h, width=w, in_channels=ci, out_channels=co,
+                                  kernel=(k, k), stride=(st, st), padding=(p, p))
+    if kind == "dense" and len(v) == 3:
+        return vta.DenseWorkload(batch=v[0], in_features=v[1], out_features=v[2])
+    raise DcocError(f"bad workload '{spec}': expected C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")

@@ -1,0 +1,280 @@
+"""Public Python API: :func:`tune` (a whole model) and :func:`tune_task` (one VTA workload).
+
+Both are thin: they resolve inputs, build the pieces (tasks, spaces, measurer, records)
+and hand over to the drivers in :mod:`dcoc.codesign` (VTA) or :mod:`tvm_plugin.tune`
+(llvm/cuda).  Algorithms live in :mod:`dcoc.tuners`, :mod:`dcoc.agents`,
+:mod:`dcoc.costmodel` and :mod:`dcoc.sampling`.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+
+from dcoc.errors import ConfigError, DcocError, TargetError
+from dcoc.result import TaskResult, TuneResult
+
+__all__ = ["tune", "tune_task", "TuneResult", "TaskResult", "default_work_dir"]
+
+
+# ------------------------------------------------------------------------- helpers
+def _hw(hardware):
+    from dcoc.vta import HWConfig
+
+    if hardware is None or isinstance(hardware, HWConfig):
+        return hardware
+    if isinstance(hardware, str):
+        return HWConfig.parse(hardware)
+    if isinstance(hardware, dict):
+        try:
+            return HWConfig(**{k: v for k, v in hardware.items() if k != "name"})
+        except TypeError as exc:
+            raise ConfigError(f"bad hardware dict: {exc}") from None
+    raise ConfigError(f"hardware must be an HWConfig, a preset/config name or a dict, "
+                      f"got {type(hardware).__name__}")
+
+
+def _board(board):
+    from dcoc.vta import get_board
+
+    return get_board(board)
+
+
+def _records(records):
+    from dcoc.search.records import Records
+
+    if records is None or isinstance(records, Records):
+        return records
+    return Records(records)
+
+
+def _measurer(measurer, n_workers):
+    if measurer is not None:
+        return measurer, False
+    from dcoc.search.measure import VTASimMeasurer
+
+    return VTASimMeasurer(n_workers=n_workers), True
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-") or "model"
+
+
+def default_work_dir(model, target: str, board: str | None, tuner: str, agents: str | None,
+                     seed: int) -> str:
+    """``dcoc_runs/<model>_<target>[_<board>]_<tuner>[_<agents>]_s<seed>``: rerunning the same
+    command finds the same directory and resumes."""
+    name = os.path.splitext(os.path.basename(str(model)))[0] if not hasattr(model, "graph") else "model"
+    parts = [_slug(name), _slug(target)]
+    if board:
+        parts.append(board)
+    parts.append(tuner)
+    if agents and tuner == "dcoc" and agents != "dcoc":
+        parts.append(agents)
+    parts.append(f"s{seed}")
+    return os.path.join("dcoc_runs", "_".join(parts))
+
+
+# ------------------------------------------------------------------------ tune_task
+def tune_task(workload, hw="pynq", tuner: str = "xgb", trials: int = 200, seed: int = 0,
+              records=None, measurer=None, n_workers: int | None = None,
+              early_stopping: int | None = None, callbacks=(), resume: bool = True,
+              **tuner_kwargs) -> TaskResult:
+    """Tune one VTA workload's schedule.
+
+    Parameters
+    ----------
+    workload: a :class:`dcoc.vta.Conv2DWorkload` / :class:`~dcoc.vta.DenseWorkload`, or a
+        :class:`dcoc.tasks.Task` of kind conv2d / dense.
+    hw: an :class:`~dcoc.vta.HWConfig`, a preset name (``"pynq"``) or a config name.
+    tuner: ``"random"``, ``"grid"``, ``"ga"``, ``"xgb"``, ``"rl"``, ``"chameleon"``, ``"dcoc"``
+        or a :class:`dcoc.tuners.Tuner` subclass.
+    trials: measurement budget.
+    seed: the one seed.
+    records: a JSONL path or :class:`dcoc.search.Records`; measurements are appended as they
+        happen, and a rerun with the same tuner/seed resumes from them.
+    measurer: default :class:`dcoc.search.VTASimMeasurer` with ``n_workers`` processes.
+    tuner_kwargs: passed to the tuner (e.g. ``agents="clustered"`` for dcoc).
+    """
+    from dcoc.search.vta_task import vta_task
+    from dcoc.tuners import create, get_tuner
+    from dcoc.vta import Conv2DWorkload, DenseWorkload, workload_from_task
+
+    if not isinstance(workload, (Conv2DWorkload, DenseWorkload)):
+        workload, _ = workload_from_task(workload)
+    hw = _hw(hw)
+    if int(trials) < 1:
+        raise DcocError(f"trials must be >= 1, got {trials}")
+    task = vta_task(workload, hw)
+    tuner_obj = create(tuner, task, seed=seed, **tuner_kwargs)
+    m, own = _measurer(measurer, n_workers)
+    try:
+        tuner_obj.tune(int(trials), m, early_stopping=early_stopping, callbacks=callbacks,
+                       records=_records(records), resume=resume)
+    finally:
+        if own:
+            m.close()
+    name = get_tuner(tuner).name
+    return TaskResult(task.name, name, seed, tuner_obj.best_config, tuner_obj.best_cost,
+                      tuner_obj.trials, list(tuner_obj.history), hw.name, task.flop)
+
+
+# ----------------------------------------------------------------------------- tune
+def tune(model, target="vta", board: str = "pynq", trials: int = 2000, tuner: str = "dcoc",
+         agents: str = "dcoc", seed: int = 0, work_dir: str | None = None, resume: bool = True,
+         hardware=None, input_shapes: dict | None = None, measurer=None,
+         n_workers: int | None = None, progress: bool = False, **kwargs) -> TuneResult:
+    """Tune a whole model.
+
+    Parameters
+    ----------
+    model: an ONNX path, an ``onnx.ModelProto``, a zoo name (``resnet18``, ``mobilenetv2``,
+        ``vgg16``, ``transformer``) or a ``light_*`` model name.
+    target: ``"vta"`` (co-design on the VTA simulator), or ``"llvm"`` / ``"cuda"`` / a TVM
+        Target / a JSON dict (MetaSchedule with the DCOC search strategy).
+    board: VTA only: the FPGA budget (``pynq``, ``ultra96``, ``zcu104``).
+    trials: measurement budget (one trial = one simulated or measured schedule).
+    tuner: ``dcoc`` or a baseline (``random``, ``grid``, ``ga``, ``xgb``, ``rl``, ``chameleon``).
+    agents: DCOC's knob-to-agent split: ``dcoc``, ``single``, ``per-knob``, ``clustered``.
+    seed: the one seed.
+    work_dir: records (``records.jsonl``) and results go here; default
+        :func:`default_work_dir` (the same command resumes the same run).
+    resume: reuse the records in ``work_dir`` (nothing recorded is measured again).
+    hardware: VTA only: a fixed HWConfig (or preset/name): tune software only.
+    input_shapes: ``{input name: shape}`` for models with dynamic input dimensions.
+    progress: show a progress bar on stderr.
+    """
+    from dcoc.tuners import names as tuner_names
+
+    if tuner not in tuner_names():
+        raise DcocError(f"unknown tuner '{tuner}'; choose one of {', '.join(tuner_names())}")
+    from dcoc.agents import MODES
+
+    if agents not in MODES:
+        raise DcocError(f"unknown agents mode '{agents}'; choose one of {', '.join(MODES)}")
+    if int(trials) < 1:
+        raise DcocError(f"trials must be >= 1, got {trials}")
+    is_vta = isinstance(target, str) and target.strip().lower() == "vta"
+    label = getattr(model, "name", None) or model
+    if work_dir is None:
+        work_dir = default_work_dir(label, "vta" if is_vta else _target_label(target),
+                                    board if is_vta else None, tuner, agents, seed)
+    os.makedirs(work_dir, exist_ok=True)
+    if not is_vta:
+        from tvm_plugin.tune import tune_model
+
+        return tune_model(model, target, trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir,
+                          input_shapes=input_shapes, agents=agents, resume=resume, progress=progress,
+                          **kwargs)
+    return _tune_vta(model, board, int(trials), tuner, agents, seed, work_dir, resume,
+                     _hw(hardware), input_shapes, measurer, n_workers, progress, **kwargs)
+
+
+def _target_label(target) -> str:
+    if isinstance(target, str):
+        return target.split()[0]
+    if isinstance(target, dict):
+        return str(target.get("kind", "target"))
+    return str(getattr(getattr(target, "kind", None), "name", "target"))
+
+
+def _tune_vta(model, board, trials, tuner, agents, seed, work_dir, resume, hardware, input_shapes,
+              measurer, n_workers, progress, **kwargs) -> TuneResult:
+    from dcoc import codesign as cd
+    from dcoc.search.records import Records
+    from dcoc.vta import HWConfig
+    from tvm_plugin.frontend import model_tasks
+
+    bd = _board(board)
+    if hardware is not None and not bd.fits(hardware):
+        raise ConfigError(f"hardware {hardware.name} does not fit board {bd.name}: "
+                          f"{'; '.join(bd.violations(hardware))}")
+    tasks = model_tasks(model, "vta", input_shapes)
+    layers, cpu = cd.vta_layers(tasks)
+    if not layers:
+        raise DcocError(f"model {getattr(tasks, 'model', model)} has no layer VTA can run "
+                        f"(CPU operators: {', '.join(sorted({c[0] for c in cpu})) or 'none'})")
+    records = Records(os.path.join(work_dir, "records.jsonl"))
+    m, own = _measurer(measurer, n_workers)
+    bar = _ProgressBar(trials, f"{tuner}") if progress else None
+    t0 = time.perf_counter()
+    session = cd.Session(layers, m, trials, tuner, seed, records, resume, progress=bar)
+    try:
+        if hardware is not None:
+            cd.default_schedules(session, hardware)
+            cd.tune_software(session, hardware, tuner, session.remaining, seed,
+                             tuner_kwargs={"agents": agents} if tuner == "dcoc" else None)
+        elif tuner == "dcoc":
+            cd.DCOCCoDesign(session, bd, seed, agents=agents, **kwargs).run()
+        else:
+            cd.NestedCoDesign(session, bd, tuner, seed).run()
+    finally:
+        if bar is not None:
+            bar.close()
+        if own:
+            m.close()
+    # baseline: the board's preset hardware with default schedules (not counted as trials)
+    base_hw = HWConfig.preset("pynq") if bd.name == "pynq" else bd.default_hw()
+    baseline = _baseline_latency(layers, base_hw)
+    best_hw = session.best_hw
+    if best_hw is None:
+        raise DcocError("no complete schedule was found within the trial budget; raise --trials")
+    hw = session.hw[best_hw]
+    layer_rows = _layer_rows(layers, hw, session)
+    res = TuneResult(
+        target="vta", tuner=tuner, seed=seed, latency_ms=session.best_latency * 1e3,
+        baseline_latency_ms=baseline * 1e3, trials=session.trials, hardware=hw,
+        schedules=session.schedules(best_hw),
+        history=[(t, lat * 1e3) for t, lat in session.history if math.isfinite(lat)],
+        layers=layer_rows, cpu_layers=[{"layer": n, "kind": k, "count": c} for n, k, c in cpu],
+        board=bd.name, agents=agents if tuner == "dcoc" else None,
+        model=getattr(tasks, "model", str(model)), work_dir=work_dir,
+        database_path=records.path, wall_seconds=time.perf_counter() - t0,
+        extra={"hardware_explored": len(session.hw), "replayed_trials": session.replayed,
+               "resources": hw.resources(dsp_budget=bd.dsp)},
+    )
+    res.save(os.path.join(work_dir, "result.json"))
+    return res
+
+
+def _baseline_latency(layers, hw) -> float:
+    from dcoc.vta import default_knobs, simulate
+
+    total = 0.0
+    for layer in layers:
+        r = simulate(layer.workload, hw, default_knobs(layer.workload, hw))
+        total += layer.count * r.seconds
+    return total
+
+
+def _layer_rows(layers, hw, session) -> list[dict]:
+    rows = []
+    for li, layer in enumerate(layers):
+        cost, knobs = session.best[(hw.name, li)]
+        rows.append({
+            "layer": layer.name, "kind": layer.kind, "count": layer.count, "device": "vta",
+            "knobs": knobs, "ms": cost * 1e3, "cycles": int(round(cost * hw.freq_mhz * 1e6)),
+            "gops": 2 * layer.workload.macs / cost / 1e9,
+            "utilization": layer.ideal_seconds(hw) / cost,
+        })
+    return rows
+
+
+class _ProgressBar:
+    """tqdm bar over trials showing the best model latency so far."""
+
+    def __init__(self, total: int, desc: str):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc=desc, unit="trial", dynamic_ncols=True, leave=True)
+
+    def __call__(self, session):
+        self.bar.n = session.trials
+        lat = session.best_latency
+        if math.isfinite(lat):
+            self.bar.set_postfix_str(f"best {lat * 1e3:.3f} ms on {session.best_hw}", refresh=False)
+        self.bar.refresh()
+
+    def close(self):
+        self.bar.close()

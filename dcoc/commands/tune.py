@@ -1,0 +1,130 @@
+"""``dcoc tune``: tune a whole model (VTA co-design, or MetaSchedule for llvm/cuda)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from dcoc.commands._common import add_model_arguments, add_target_argument, parse_input_shapes, render_table
+
+NAME = "tune"
+HELP = "tune a model: accelerator + schedules (vta) or schedules (llvm/cuda)"
+DESCRIPTION = """\
+Tune MODEL end to end and print a per-layer table and a summary.
+
+--target vta (default): co-design a VTA-style accelerator and the schedules of every layer
+  VTA runs, on the bundled cycle-level simulator, within the FPGA budget of --board.  The
+  hardware agent searches BATCH x BLOCK_IN x BLOCK_OUT and the four buffer sizes; the two
+  software agents search tiling and virtual threads per layer; an XGBoost ensemble scores
+  candidates and only confident ones are simulated (one simulation = one trial).  With
+  --hardware, only the schedules are tuned on that fixed accelerator.
+--target llvm / cuda / JSON dict: tune the model's MetaSchedule tasks with the DCOC
+  search strategy (or --tuner), compile the tuned model and measure it against the
+  untuned one.
+
+Records are appended to WORK_DIR/records.jsonl as they are measured; rerunning the same
+command resumes (nothing recorded is measured again).  The result goes to
+WORK_DIR/result.json (and --json OUT), the tuning curve to WORK_DIR/curve.png.
+
+examples:
+  dcoc tune resnet18 --target vta --board pynq --trials 300
+  dcoc tune mobilenetv2 --board ultra96 --trials 2000 --tuner dcoc --agents clustered
+  dcoc tune resnet18 --hardware pynq --tuner xgb --trials 500       # software only
+  dcoc tune light_squeezenet --target llvm --trials 64 --json out.json"""
+
+
+def add_arguments(parser) -> None:
+    add_model_arguments(parser)
+    add_target_argument(parser, default="vta")
+    parser.add_argument("--board", default="pynq", choices=["pynq", "ultra96", "zcu104"],
+                        help="vta: FPGA resource budget and clock/bus (default: pynq)")
+    parser.add_argument("--trials", type=int, default=2000,
+                        help="measurement budget: simulations (vta) or builds+runs (default: 2000)")
+    parser.add_argument("--tuner", default="dcoc",
+                        choices=["dcoc", "random", "grid", "ga", "xgb", "rl", "chameleon"],
+                        help="search method (default: dcoc); the others are the baselines")
+    parser.add_argument("--agents", default="dcoc", choices=["dcoc", "single", "per-knob", "clustered"],
+                        help="dcoc: which knobs each agent owns: dcoc = hardware + mapping + "
+                             "scheduling agents (default); single = one agent; per-knob; "
+                             "clustered = correlation clustering on warm-up measurements")
+    parser.add_argument("--seed", type=int, default=0, help="the one seed of every random choice (default: 0)")
+    parser.add_argument("--work-dir", default=None,
+                        help="records/results directory (default: dcoc_runs/<model>_<target>_..._s<seed>)")
+    parser.add_argument("--json", metavar="OUT.json", default=None, help="also write the result JSON here")
+    parser.add_argument("--hardware", default=None, metavar="HW",
+                        help="vta: tune software only on this accelerator: a preset (pynq, pynq_4x8, "
+                             "ultra96, zcu104) or a name like 1x16x16_i8w8a32_15_15_18_17")
+    parser.add_argument("--no-resume", action="store_true",
+                        help="ignore records already in the work dir (they are kept; new ones are appended)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="vta: simulator worker processes (default: CPU cores; 0 = in-process)")
+    parser.add_argument("--runner", default="local",
+                        help="llvm/cuda: 'local' or 'rpc://HOST:PORT/KEY' (TVM RPC tracker)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args) -> int:
+    import dcoc
+
+    shapes = parse_input_shapes(args.input_shape)
+    kw = {}
+    if args.target.strip().lower() != "vta":
+        kw["runner"] = args.runner
+    res = dcoc.tune(args.model, target=_target_arg(args.target), board=args.board, trials=args.trials,
+                    tuner=args.tuner, agents=args.agents, seed=args.seed, work_dir=args.work_dir,
+                    resume=not args.no_resume, hardware=args.hardware, input_shapes=shapes,
+                    n_workers=args.workers, progress=not args.quiet,
+                    **kw)
+    print(summary(res))
+    try:
+        from dcoc.plots import plot_run_dir
+
+        plot_run_dir(res.work_dir)
+    except Exception as exc:  # noqa: BLE001 - a plot must never lose a result
+        print(f"(plot skipped: {exc})", file=sys.stderr)
+    if args.json:
+        res.save(args.json)
+        print(f"result written to {args.json}")
+    return 0
+
+
+def _target_arg(text: str):
+    t = text.strip()
+    if t.startswith("{"):
+        try:
+            return json.loads(t)
+        except json.JSONDecodeError as exc:
+            from dcoc.errors import TargetError
+
+            raise TargetError(f"--target is not valid JSON: {exc.msg}") from None
+    return t
+
+
+def summary(res) -> str:
+    """The per-layer table and the summary lines of a TuneResult."""
+    out = []
+    if res.target == "vta":
+        rows = [[r["layer"], r["count"], f"{r['cycles']:,}", f"{r['ms']:.3f}", f"{r['gops']:.1f}",
+                 f"{100 * r['utilization']:.0f}%", "vta"] for r in res.layers]
+        rows += [[c["layer"], c["count"], "-", "-", "-", "-", "cpu"] for c in res.cpu_layers]
+        out.append(render_table(["layer", "count", "cycles", "ms", "GOPS", "util", "device"], rows,
+                                right={1, 2, 3, 4, 5}))
+        hw = res.hardware
+        r = res.extra.get("resources", {})
+        out.append("")
+        out.append(f"hardware   {hw.name}  ({hw.batch}x{hw.block_in}x{hw.block_out} GEMM, "
+                   f"{hw.freq_mhz:g} MHz, {hw.bus_bytes} B bus; BRAM36 {r.get('bram36', '?')}, "
+                   f"DSP {r.get('dsp', '?')}, LUT {r.get('lut', '?')} on {res.board})")
+    else:
+        rows = [[r.get("task", r.get("layer")), r.get("weight", r.get("count", "")),
+                 f"{r.get('ms', float('nan')):.4f}", r.get("trials", "")] for r in res.layers]
+        if rows:
+            out.append(render_table(["task", "weight", "best ms", "trials"], rows, right={1, 2, 3}))
+            out.append("")
+    out.append(f"latency    {res.latency_ms:.3f} ms  ({res.throughput:.1f} inferences/s)")
+    base = "pynq preset + default schedules" if res.target == "vta" else "untuned"
+    out.append(f"baseline   {res.baseline_latency_ms:.3f} ms  ({base}); speedup {res.speedup:.2f}x")
+    out.append(f"trials     {res.trials}  tuner {res.tuner}" + (f" (agents {res.agents})" if res.agents else "")
+               + f"  seed {res.seed}  wall {res.wall_seconds:.0f} s")
+    out.append(f"work dir   {res.work_dir}")
+    return "\n".join(out)

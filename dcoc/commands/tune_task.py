@@ -1,0 +1,77 @@
+"""``dcoc tune-task``: tune one VTA workload's schedule with one tuner."""
+from __future__ import annotations
+
+import sys
+
+NAME = "tune-task"
+HELP = "tune one VTA layer's schedule (e.g. ResNet-18's C2) with one tuner"
+DESCRIPTION = """\
+Tune the schedule of one workload on a fixed VTA configuration and print a best-so-far
+curve and the best knobs.  WORKLOAD is a ResNet-18 layer (C2 .. C11), conv:H,W,CI,CO,K,S,P
+or dense:N,K,M.  Every trial is one simulation; records go to --records (JSONL; rerun to
+resume).
+
+examples:
+  dcoc tune-task C2 --tuner dcoc --trials 100
+  dcoc tune-task conv:28,28,128,128,3,1,1 --hw pynq_4x8 --tuner xgb --trials 300 --records c5.jsonl"""
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("workload", metavar="WORKLOAD", help="C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
+    parser.add_argument("--hw", default="pynq",
+                        help="accelerator: preset (pynq, pynq_4x8, ultra96, zcu104) or config name "
+                             "(default: pynq)")
+    parser.add_argument("--tuner", default="dcoc",
+                        choices=["dcoc", "random", "grid", "ga", "xgb", "rl", "chameleon"],
+                        help="search method (default: dcoc)")
+    parser.add_argument("--agents", default="dcoc", choices=["dcoc", "single", "per-knob", "clustered"],
+                        help="dcoc only: knob-to-agent split (default: dcoc)")
+    parser.add_argument("--trials", type=int, default=200, help="simulation budget (default: 200)")
+    parser.add_argument("--seed", type=int, default=0, help="the one seed (default: 0)")
+    parser.add_argument("--records", default=None, help="append records to this JSONL file (resumes)")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="simulator worker processes (default: 0 = in-process)")
+    parser.add_argument("--early-stopping", type=int, default=None,
+                        help="stop after this many trials without improvement")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args) -> int:
+    from dcoc.api import tune_task
+    from dcoc.commands._common import render_table
+    from dcoc.plots import ascii_curve
+    from dcoc.search.vta_task import parse_workload
+
+    wl = parse_workload(args.workload)
+    callbacks = []
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=args.trials, desc=args.tuner, unit="trial", file=sys.stderr, dynamic_ncols=True)
+
+        def cb(tuner, inputs, results):
+            bar.n = tuner.trials
+            if tuner.best_config is not None:
+                bar.set_postfix_str(f"best {tuner.best_cost * 1e3:.4f} ms", refresh=False)
+            bar.refresh()
+
+        callbacks.append(cb)
+    kw = {"agents": args.agents} if args.tuner == "dcoc" else {}
+    try:
+        r = tune_task(wl, hw=args.hw, tuner=args.tuner, trials=args.trials, seed=args.seed,
+                      records=args.records, n_workers=args.workers,
+                      early_stopping=args.early_stopping, callbacks=callbacks, **kw)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(f"{r.task_name} on {r.hw_name}, tuner {r.tuner}, seed {r.seed}: {r.trials} trials")
+    curve = r.best_curve()
+    print(ascii_curve([(t + 1, c * 1e3) for t, c in curve]))
+    if r.best_knobs is None:
+        print("no valid schedule found")
+        return 1
+    print(render_table(["knob", "value"], [[k, v] for k, v in r.best_knobs.items()], right={1}))
+    print(f"best {r.best_cost * 1e3:.4f} ms, {r.best_gops:.1f} GOPS "
+          f"(found at trial {r.trials_to_reach(r.best_cost)})")
+    return 0
