@@ -129,13 +129,13 @@ def simulate(wl, hw, knobs, data=None, weight=None, bias=None, residual=None,
 def default_knobs(wl, hw) -> dict[str, int]:
     """A valid, good schedule from a cheap heuristic (no simulation).
 
-    Mirrors what TopHub's tuned ResNet-18 schedules look like: full-width tiles
-    (``tile_w`` = OW, so stores are single 2-D DMAs), ``tile_ci`` = 1 (one input-channel
-    block per load, smallest input tile) and two virtual threads for latency hiding
-    (``oc_nthread`` = 2 when there are at least two output-channel tiles, else
-    ``h_nthread`` = 2).  Among the settings that fit the SRAMs it picks the one with the
-    least estimated DRAM traffic per MAC, preferring larger output tiles; if nothing of
-    that shape fits it falls back to any fitting setting with the fewest estimated bytes.
+    conv2d: ``tile_ci`` = 1 (one input-channel block per load, as in every TopHub
+    schedule) and every (tile_h, tile_w, tile_co) and thread setting that fits the SRAMs
+    (each thread must have work), ranked by a closed-form cycle estimate that mirrors the
+    simulator: per tile, GEMMs overlapped with the input/weight DMAs when virtual threads
+    double-buffer, plus the exposed epilogue (ALU at II=2, a store, the next tile's first
+    load).  dense: the fitting setting with the least estimated weight traffic +
+    instruction overhead.  Falls back to any fitting setting.
     """
     hw = _hw(hw)
     space = space_for(wl, hw)
@@ -152,51 +152,61 @@ def _fits(wl, hw, knobs) -> bool:
         return False
 
 
-def _conv_traffic(wl, hw, k) -> float:
-    """Estimated DRAM bytes (input + weight + output) of a conv schedule."""
+def _conv_estimate(wl, hw, k, lat: float = 30.0, nops: int = 4) -> float:
+    """Closed-form cycle estimate of a conv schedule (mirrors the simulator's structure).
+
+    Per tile iteration: the GEMMs of all thread contexts, overlapped with the input/weight
+    DMAs when virtual threads double-buffer them, plus the exposed epilogue (ALU ops at
+    II=2, the first loads of the next tile and one store).
+    """
     sh, sw = wl.stride
     kh, kw = wl.kernel
     oh, ow = wl.out_height, wl.out_width
     cib = -(-wl.in_channels // hw.block_in)
     cob = -(-wl.out_channels // hw.block_out)
-    n_tiles = (oh // k["tile_h"]) * (ow // k["tile_w"]) * (cob // k["tile_co"])
-    in_rows = (k["tile_h"] - 1) * sh + kh
-    in_cols = (k["tile_w"] - 1) * sw + kw
-    inp = n_tiles * cib * in_rows * in_cols * hw.inp_elem_bytes
-    wgt = n_tiles * k["tile_co"] * cib * kh * kw * hw.wgt_elem_bytes
-    out = cob * oh * ow * hw.out_elem_bytes
-    rows = n_tiles * cib * in_rows + n_tiles * k["tile_co"]  # DMA rows (latency count)
-    return (inp + wgt + out) / hw.bus_bytes + rows * 30 + n_tiles * cib * 40
+    nb = -(-wl.batch // hw.batch)
+    th, tw, tci, tco = k["tile_h"], k["tile_w"], k["tile_ci"], k["tile_co"]
+    nctx = k["oc_nthread"] * k["h_nthread"]
+    n_tiles = nb * (oh // th) * (ow // tw) * (cob // tco)
+    n_ci = cib // tci
+    in_rows = (th - 1) * sh + kh
+    in_cols = (tw - 1) * sw + kw
+    acc = tco * th * tw
+    bus = hw.bus_bytes
+    beats = -(-in_cols * hw.inp_elem_bytes // bus)
+    ld_inp = tci * in_rows * (lat + beats * 1.2)
+    ld_wgt = tco * (lat + tci * kh * kw * hw.wgt_elem_bytes / bus * 1.2)
+    load = ld_inp + ld_wgt + 16
+    gemm = th * tw * tco * kh * kw * tci + 20
+    alu = acc * 2 * nops + 12 * nops
+    store = tco * (lat + th * tw * hw.out_elem_bytes / bus * 1.2)
+    if nctx > 1:
+        per_tile = n_ci * max(gemm, load) + alu + store / nctx + load
+    else:
+        per_tile = n_ci * (gemm + load) + alu + store
+    return n_tiles * per_tile
 
 
 def _default_conv(wl, hw, space):
     best = None
+    cob = space["tile_co"][-1]
     for th in space["tile_h"]:
-        for tco in space["tile_co"]:
-            for tw in ([space["tile_w"][-1]] + space["tile_w"][-2::-1]):
-                for ocn, hn in ((2, 1), (1, 2), (1, 1)):
+        for tw in space["tile_w"]:
+            for tco in space["tile_co"]:
+                for ocn, hn in ((2, 1), (1, 2), (2, 2), (1, 1)):
+                    if ocn == 2 and cob // tco < 2 or hn == 2 and wl.out_height // th < 2:
+                        continue  # a thread without work
                     k = {"tile_h": th, "tile_w": tw, "tile_ci": 1, "tile_co": tco,
                          "oc_nthread": ocn, "h_nthread": hn}
-                    cob = len(space["tile_co"]) and space["tile_co"][-1]
-                    if ocn == 2 and (cob // tco) < 2:
+                    cost = _conv_estimate(wl, hw, k)
+                    if best is not None and cost >= best[0]:
                         continue
-                    if hn == 2 and (wl.out_height // th) < 2:
-                        continue
-                    if not _fits(wl, hw, k):
-                        continue
-                    cost = _conv_traffic(wl, hw, k)
-                    # prefer full-width tiles strongly (single 2-D stores)
-                    if tw != wl.out_width:
-                        cost *= 1.15
-                    if ocn == 1 and hn == 1:
-                        cost *= 1.3
-                    if best is None or cost < best[0]:
+                    if _fits(wl, hw, k):
                         best = (cost, k)
-                    break  # widest fitting tile_w for this (th, tco, threads)
     if best is None:
         for vals in _iter_space(space):
             if _fits(wl, hw, vals):
-                cost = _conv_traffic(wl, hw, vals)
+                cost = _conv_estimate(wl, hw, vals)
                 if best is None or cost < best[0]:
                     best = (cost, vals)
     if best is None:

@@ -416,6 +416,7 @@ class Machine:
         B, BI, BO = hw.batch, hw.block_in, hw.block_out
         self.uop = np.zeros((hw.uop_depth, 3), dtype=np.int64)
         self.uop_valid = np.zeros(hw.uop_depth, dtype=bool)
+        self.acc_log: list = []
         if self.compute:
             self.inp = np.zeros((hw.inp_depth, B, BI), np.int8)
             self.wgt = np.zeros((hw.wgt_depth, BO, BI), np.int8)
@@ -459,6 +460,7 @@ class Machine:
 
     # -- execution ------------------------------------------------------------------
     def execute(self, insn) -> None:
+        self.acc_log = []
         op = insn.opcode
         if op == OP_LOAD:
             self._load(insn)
@@ -494,6 +496,9 @@ class Machine:
                                   f"{depth}: {insn}")
         base = self._dram_rows(insn, eb)
         ys, xs = insn.y_size, insn.x_size
+        if mt != MEM_UOP:
+            bname = {MEM_INP: "INP", MEM_WGT: "WGT"}.get(mt, "ACC")
+            self.acc_log.append((bname, insn.sram_base, insn.sram_base + width * rows, 1))
         if mt == MEM_UOP:
             # uop words come from the program's uop image
             w0 = (base - self.uop_base) // 4
@@ -543,6 +548,7 @@ class Machine:
                                   f"{insn.sram_base + ys * xs}) > OUT depth {hw.out_depth}: {insn}")
         eb = hw.out_elem_bytes
         base = self._dram_rows(insn, eb)
+        self.acc_log.append(("ACC", insn.sram_base, insn.sram_base + ys * xs, 0))
         if not self.compute:
             return
         sb = insn.sram_base
@@ -564,6 +570,7 @@ class Machine:
             return
         dst = self._idx(u[:, 0], insn, insn.dst_factor_out, insn.dst_factor_in)
         self._check_range(dst, hw.acc_depth, "GEMM ACC", insn)
+        self.acc_log.append(("ACC", int(dst.min()), int(dst.max()) + 1, 1))
         if insn.reset_reg:
             if self.compute:
                 self.acc[dst] = 0
@@ -573,6 +580,8 @@ class Machine:
         wgt = self._idx(u[:, 2], insn, insn.wgt_factor_out, insn.wgt_factor_in)
         self._check_range(src, hw.inp_depth, "GEMM INP", insn)
         self._check_range(wgt, hw.wgt_depth, "GEMM WGT", insn)
+        self.acc_log.append(("INP", int(src.min()), int(src.max()) + 1, 0))
+        self.acc_log.append(("WGT", int(wgt.min()), int(wgt.max()) + 1, 0))
         if not self.compute:
             return
         chunk = 4096
@@ -595,6 +604,7 @@ class Machine:
         self._check_range(dst, hw.acc_depth, "ALU dst", insn)
         if not insn.use_imm:
             self._check_range(src, hw.acc_depth, "ALU src", insn)
+        self.acc_log.append(("ACC", int(dst.min()), int(dst.max()) + 1, 1))
         op = insn.alu_opcode
         if op not in (ALU_MIN, ALU_MAX, ALU_ADD, ALU_SHR, ALU_MUL):
             raise SimulationError(f"unknown ALU opcode {op}: {insn}")
@@ -691,11 +701,13 @@ def finish_result(wl, hw: HWConfig, knobs, cycles: int, counters: dict, n_insns:
 
 # ============================================================================ reference run
 def run_program(program, tp: TimingParams = DEFAULT_TIMING, arrays: dict | None = None,
-                functional: bool = False, shadow_region: str | None = "out"):
+                functional: bool = False, shadow_region: str | None = "out",
+                check_races: bool = True):
     """Simulate a :class:`~dcoc.vta.compiler.Program` instruction by instruction.
 
     Returns ``(cycles, counters, machine)``.  Every access is checked (SimulationError on a
-    rule violation).  With ``functional=True`` the machine computes on the DRAM image built
+    rule violation), including -- with ``check_races`` -- SRAM accesses of two modules that
+    overlap in time without a dependency token ordering them.  With ``functional=True`` the machine computes on the DRAM image built
     from ``arrays`` (region name -> uint8 contents) and ``machine.dram`` holds the result.
     """
     hw = program.hw
@@ -707,9 +719,7 @@ def run_program(program, tp: TimingParams = DEFAULT_TIMING, arrays: dict | None 
         t = insn_timing(insn, hw, tp, lat)
         per[t[0]].append(t[1:8] + (n,) + t[8:9])
         insn_counters(insn, hw, counters)
-    # re-order tuple to (pre, hold, post, popA, popB, pushA, pushB, pos, fin)
-    tpl = tuple([(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8]) for x in lst]
-                for lst in per)
+    tpl = per  # tuples (pre, hold, post, popA, popB, pushA, pushB, pos, fin)
     ub0, _ = program.dram.byte_range("uop")
     dram = program.initial_dram(arrays) if functional else None
     shadow = None
@@ -718,12 +728,46 @@ def run_program(program, tp: TimingParams = DEFAULT_TIMING, arrays: dict | None 
         shadow = (base // hw.out_elem_bytes, nbytes // eb)
     mach = Machine(hw, program.dram.size, (ub0, program.uop_words), dram, shadow)
 
+    log: list = []
+
     def on_exec(pos, start, end, module):
         mach.execute(insns[pos])
+        if check_races:
+            for a in mach.acc_log:
+                log.append((a[0], module, start, end, a[1], a[2], a[3], pos))
 
     eng = Engine([tpl], [0], on_exec=on_exec)
     cycles = eng.run()
+    if check_races:
+        _check_races(log, insns)
     return cycles, counters, mach
+
+
+def _check_races(log, insns) -> None:
+    """SimulationError when two modules touch overlapping SRAM ranges of the same buffer
+    at overlapping times with at least one write (a missing dependency token)."""
+    by_buf: dict = {}
+    for rec in log:
+        by_buf.setdefault(rec[0], []).append(rec)
+    for buf, recs in by_buf.items():
+        writers = [r for r in recs if r[6]]
+        if not writers:
+            continue
+        recs.sort(key=lambda r: r[2])
+        active: list = []
+        for r in recs:
+            active = [a for a in active if a[3] > r[2]]
+            for a in active:
+                if a[1] == r[1] or not (a[6] or r[6]):
+                    continue
+                if a[4] < r[5] and r[4] < a[5]:
+                    w, o = (a, r) if a[6] else (r, a)
+                    raise SimulationError(
+                        f"SRAM race on {buf}[{max(a[4], r[4])}..{min(a[5], r[5])}): "
+                        f"{MODULE_NAMES[w[1]]} writes ({insns[w[7]]}) while "
+                        f"{MODULE_NAMES[o[1]]} {'writes' if o[6] else 'reads'} ({insns[o[7]]}) "
+                        f"in cycles {max(a[2], r[2])}..{min(a[3], r[3])} (missing dependency token?)")
+            active.append(r)
 
 
 def check_data(arr, shape, dtype_kind: str, name: str, dtypes=(np.int8,)):
