@@ -5,10 +5,7 @@ second run of the suite reuses them; building all four takes ~5 s.
 """
 from __future__ import annotations
 
-import functools
 import os
-import subprocess
-import sys
 
 import numpy as np
 import onnx
@@ -108,20 +105,9 @@ def bad_models(tmp_path_factory) -> dict[str, str]:
     return paths
 
 
-@functools.lru_cache(maxsize=None)
-def cached_tasks(model: str, target: str):
-    """``model_tasks(model, target)``, memoized per test process."""
-    from tvm_plugin.frontend import model_tasks
-
-    return model_tasks(model, target)
-
-
 @pytest.fixture
 def tasks_of():
+    """``model_tasks(model, target)``, memoized per test process."""
+    from frontend_util import cached_tasks
+
     return cached_tasks
-
-
-def run_cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    """Run ``dcoc ARGS`` in a fresh interpreter (what a user sees: exit code, stdout, stderr)."""
-    return subprocess.run([sys.executable, "-m", "dcoc.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, "DCOC_QUIET": "1"})

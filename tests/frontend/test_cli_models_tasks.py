@@ -12,7 +12,7 @@ from dcoc.cli import main
 from dcoc.commands._common import parse_input_shape, parse_input_shapes
 from dcoc.errors import ModelError
 
-from conftest import run_cli
+from frontend_util import run_cli
 
 ALL_MODELS = dcoc_models.zoo_names() + dcoc_models.light_names()
 #: the llvm sweep in the default suite; the rest (VGG-16/19, AlexNet, ZFNet: large fc

@@ -7,7 +7,7 @@ import pytest
 from dcoc.cli import main
 from dcoc.errors import DcocError, ModelError, TargetError
 
-from conftest import run_cli
+from frontend_util import run_cli
 
 # (bad_models key or literal argument, extra CLI args, exception type, message fragments)
 CASES = {
