@@ -207,15 +207,17 @@ def _unknown(name: str) -> str:
 
 
 def resolve(name_or_path: str | os.PathLike) -> str:
-    """An existing file path is returned as is; otherwise a zoo/light name is built/located.
+    """An existing file is returned as is; otherwise a zoo/light name is built/located.
 
     Raises :class:`dcoc.errors.ModelError` for anything else.
     """
     s = os.fspath(name_or_path)
-    if os.path.exists(s):
+    if os.path.isfile(s):
         return s
-    if s in _ZOO or s in light_names():
+    if s in _ZOO or s in light_names():  # a zoo name wins over a same-named directory
         return get(s)
+    if os.path.exists(s):
+        return s  # a directory: the caller's preflight reports it
     if s.endswith(".onnx") or os.sep in s:
         raise ModelError(f"model file '{s}' does not exist")
     raise ModelError(_unknown(s))
