@@ -370,6 +370,13 @@ class Engine:
                 on_exec(ins[7], bk - ins[0], E, bm)
             if ins[8]:
                 finish = E
+                o[bm] += 1
+                left = [f"{MODULE_NAMES[m]}: {len(cur[m]) - o[m]}" for m in range(3)
+                        if cur[m] is not None and o[m] < len(cur[m])]
+                if left:
+                    raise SimulationError("FINISH completed with instructions still queued ("
+                                          + ", ".join(left) + "); it must wait for the last "
+                                          "load and store through dependency tokens")
                 break
             o[bm] += 1
             if o[bm] >= len(cur[bm]):
