@@ -327,6 +327,7 @@ class CoDesignConfig:
 
     round_size: int = 16            # measurements per round (opening a new hardware config adds more)
     n_models: int = 5               # ensemble members of each cost model
+    boost_rounds: int = 80          # boosting rounds per member (fixed: no early stopping)
     elite_hw_starts: float = 0.5    # share of walkers starting on the incumbent hardware
     random_hw_starts: float = 0.25  # share starting on a random feasible hardware config
     max_new_hw_per_round: int = 1   # new hardware configs opened per round
@@ -389,7 +390,8 @@ class DCOCCoDesign:
         self.agents = MAPPO(self.groups, len(joint.knobs), self.context_dim, self.mcfg,
                             seed=child_seed(seed, "codesign", "agents"), names=self.names)
         self.models = {k: XGBCostModel(loss="reg", n_models=self.cfg.n_models,
-                                       seed=child_seed(seed, "codesign", "model", k))
+                                       seed=child_seed(seed, "codesign", "model", k),
+                                       num_boost_round=self.cfg.boost_rounds, early_stopping_rounds=None)
                        for k in ("conv2d", "dense")}
         self.ymax = {"conv2d": 1.0, "dense": 1.0}
         self.data = {"conv2d": ([], []), "dense": ([], [])}   # features, efficiency

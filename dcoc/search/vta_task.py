@@ -312,3 +312,45 @@ def parse_workload(spec: str):
     if kind == "dense" and len(v) == 3:
         return vta.DenseWorkload(batch=v[0], in_features=v[1], out_features=v[2])
     raise DcocError(f"bad workload '{spec}': expected C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
+
+
+def exhaustive(wl, hw, cache_dir: str | None = None) -> dict:
+    """Simulate every point of ``wl``'s schedule space on ``hw``: ``{config key: seconds | None}``.
+
+    Cached as JSON under ``cache_dir`` (default ``$DCOC_CACHE/exhaustive`` or
+    ``~/.cache/dcoc/exhaustive``), keyed by workload, hardware, the timing constants and
+    the simulator's source, so any change of the timing model invalidates the cache.
+    """
+    import hashlib
+    import json
+    import os
+    from dataclasses import asdict
+
+    vta = _vta()
+    from dcoc.vta.simulator import DEFAULT_TIMING
+
+    root = cache_dir or os.path.join(os.environ.get("DCOC_CACHE", os.path.expanduser("~/.cache/dcoc")),
+                                     "exhaustive")
+    h = hashlib.sha256(json.dumps(asdict(DEFAULT_TIMING), sort_keys=True, default=str).encode())
+    src = os.path.dirname(vta.__file__)
+    for fname in sorted(os.listdir(src)):  # the simulator's code is part of the key
+        if fname.endswith(".py"):
+            with open(os.path.join(src, fname), "rb") as f:
+                h.update(f.read())
+    tag = h.hexdigest()[:12]
+    path = os.path.join(root, f"{wl.name}@{hw.name}@{tag}.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            rows = json.load(f)
+        return {tuple((k, v) for k, v in r[0]): r[1] for r in rows}
+    sp = sw_space(wl, hw)
+    table = {}
+    for cfg in sp:
+        r = vta.simulate(wl, hw, cfg)
+        table[Space.key(cfg)] = float(r.seconds) if r.valid else None
+    os.makedirs(root, exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump([[list(map(list, k)), v] for k, v in table.items()], f)
+    os.replace(tmp, path)
+    return table

@@ -42,6 +42,7 @@ class DCOCConfig:
     plan_size: int = 8            # configs measured per round
     n_init: int = 8               # random warm-up measurements before the cost model is used
     n_models: int = 5             # cost-model ensemble members (uncertainty = their spread)
+    boost_rounds: int = 80        # boosting rounds per member (fixed: no early stopping)
     elite_starts: float = 0.5     # share of walkers starting from the best measured configs
     n_elites: int = 8             # how many best configs walkers start from
     mappo: MAPPOConfig = field(default_factory=MAPPOConfig)
@@ -62,7 +63,8 @@ class DCOCTuner(Tuner):
         from dcoc.costmodel import XGBCostModel
 
         self.model = XGBCostModel(loss="reg", n_models=self.cfg.n_models,
-                                  seed=child_seed(self.seed, "dcoc", "costmodel"))
+                                  seed=child_seed(self.seed, "dcoc", "costmodel"),
+                                  num_boost_round=self.cfg.boost_rounds, early_stopping_rounds=None)
         self.dims = np.array(self.space.dims, dtype=np.int64)
         desc = self.space.point_features(np.zeros((1, len(self.dims)), np.int64))[0, len(self.space.knobs):]
         self.context = (np.asarray(desc, np.float32) / 16.0) if len(desc) else np.zeros(0, np.float32)

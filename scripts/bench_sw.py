@@ -1,0 +1,197 @@
+"""Software-only tuner comparison on ResNet-18's VTA conv layers (pynq preset).
+
+For each layer, the whole schedule space is simulated once (cached, see
+:func:`dcoc.search.vta_task.exhaustive`) to know the exhaustive optimum; every tuner and
+seed then measures through a :class:`~dcoc.search.measure.TableMeasurer` over that table
+(the simulator is deterministic, so a lookup *is* the measurement), which makes the
+comparison cheap and exactly fair.  Reported per layer and tuner (median over seeds):
+
+* ``t99``: trials until the best found is within 1% of the exhaustive optimum
+  (``cost <= opt / 0.99``); ``-`` if never within the budget;
+* ``q@100`` / ``q@300``: optimum / best cost after 100 / 300 trials (1.000 = optimum);
+* ``ms/trial``: the tuner's own overhead (wall time of the run / trials; no simulation).
+
+Also the "30x" comparison: trials DCOC needs to reach the quality RL reaches with its
+full budget, versus the trials RL needed for it.
+
+    python -m scripts.bench_sw --layers C2 C5 --seeds 0 1 2 3 4 --budget 1000
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+TUNERS = ["random", "grid", "ga", "xgb", "rl", "chameleon", "dcoc"]
+LAYERS = ["C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11"]
+
+
+def _table(layer: str, hw_name: str):
+    from dcoc.search.vta_task import exhaustive, resnet18_layer
+    from dcoc.vta import HWConfig
+
+    hw = HWConfig.parse(hw_name)
+    wl = resnet18_layer(layer)
+    return wl, hw, exhaustive(wl, hw)
+
+
+def _run_one(args):
+    layer, hw_name, tuner, seed, budget, agents = args
+    import torch
+
+    torch.set_num_threads(1)
+    from dcoc.search.measure import TableMeasurer
+    from dcoc.search.vta_task import vta_task
+    from dcoc.tuners import create
+
+    wl, hw, table = _table(layer, hw_name)
+    valid = [v for v in table.values() if v is not None]
+    opt = min(valid)
+    task = vta_task(wl, hw)
+    kw = {"agents": agents} if tuner == "dcoc" and agents else {}
+    t = create(tuner, task, seed=seed, **kw)
+    m = TableMeasurer(table, n_parallel=8)
+    budget = min(budget, len(valid))
+    t0 = time.perf_counter()
+    t.tune(budget, m)
+    wall = time.perf_counter() - t0
+    best = [c for _, c, _ in t.best_curve()]
+    return {"layer": layer, "tuner": tuner, "seed": seed, "budget": budget, "opt": opt,
+            "space": len(table), "valid": len(valid), "curve": best, "wall": wall,
+            "trials": t.trials}
+
+
+def trials_to(curve, target):
+    for i, c in enumerate(curve):
+        if c <= target:
+            return i + 1
+    return None
+
+
+def summarize(runs: list[dict]) -> dict:
+    """Per (layer, tuner): medians over seeds."""
+    out = {}
+    by: dict = {}
+    for r in runs:
+        by.setdefault((r["layer"], r["tuner"]), []).append(r)
+    for (layer, tuner), rs in by.items():
+        opt = rs[0]["opt"]
+        t99 = [trials_to(r["curve"], opt / 0.99) for r in rs]
+        q = {}
+        for n in (50, 100, 300):
+            vals = [opt / r["curve"][min(n, len(r["curve"])) - 1] for r in rs if r["curve"]]
+            q[n] = statistics.median(vals) if vals else 0.0
+        reached = [x for x in t99 if x is not None]
+        out[(layer, tuner)] = {
+            "t99_median": statistics.median([x if x is not None else math.inf for x in t99]),
+            "t99_reached": f"{len(reached)}/{len(t99)}",
+            "q50": q[50], "q100": q[100], "q300": q[300],
+            "final": statistics.median(opt / r["curve"][-1] for r in rs),
+            "ms_per_trial": 1e3 * statistics.median(r["wall"] / max(r["trials"], 1) for r in rs),
+            "space": rs[0]["space"], "valid": rs[0]["valid"], "budget": rs[0]["budget"],
+            "seeds": len(rs),
+        }
+    return out
+
+
+def thirty_x(runs: list[dict]) -> list[dict]:
+    """DCOC vs RL: trials to reach RL's full-budget quality."""
+    rows = []
+    by: dict = {}
+    for r in runs:
+        by.setdefault((r["layer"], r["tuner"], r["seed"]), r)
+    for (layer, tuner, seed), rl in sorted(by.items()):
+        if tuner != "rl" or (layer, "dcoc", seed) not in by:
+            continue
+        dc = by[(layer, "dcoc", seed)]
+        q = rl["curve"][-1]
+        n_rl = trials_to(rl["curve"], q)
+        n_dc = trials_to(dc["curve"], q)
+        rows.append({"layer": layer, "seed": seed, "rl_budget": rl["budget"], "rl_trials": n_rl,
+                     "dcoc_trials": n_dc, "ratio": (n_rl / n_dc) if n_dc else None})
+    return rows
+
+
+def run(layers=None, tuners=None, seeds=(0, 1, 2, 3, 4), budget: int = 1000, hw: str = "pynq",
+        jobs: int | None = None, agents: str | None = None, quiet: bool = False) -> dict:
+    layers = layers or LAYERS
+    tuners = tuners or TUNERS
+    # exhaustive tables first (cached), in parallel over layers
+    jobs = jobs or os.cpu_count() or 1
+    with ProcessPoolExecutor(jobs) as ex:
+        list(ex.map(_table, layers, [hw] * len(layers)))
+    work = [(l, hw, t, s, budget, agents) for l in layers for t in tuners for s in seeds]
+    runs = []
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(jobs) as ex:
+        for i, r in enumerate(ex.map(_run_one, work)):
+            runs.append(r)
+            if not quiet:
+                print(f"[{i + 1}/{len(work)}] {r['layer']} {r['tuner']} s{r['seed']}: "
+                      f"best {r['opt'] / r['curve'][-1]:.3f} of optimum after {r['trials']} trials "
+                      f"({r['wall']:.1f} s)", file=sys.stderr)
+    return {"runs": runs, "summary": summarize(runs), "thirty_x": thirty_x(runs),
+            "wall": time.perf_counter() - t0, "hw": hw, "budget": budget, "seeds": list(seeds)}
+
+
+def render(res: dict) -> str:
+    from dcoc.commands._common import render_table
+
+    s = res["summary"]
+    layers = sorted({k[0] for k in s}, key=lambda x: int(x[1:]) if x[1:].isdigit() else 0)
+    tuners = [t for t in TUNERS if any(k[1] == t for k in s)]
+    out = []
+    rows = []
+    for l in layers:
+        first = s[(l, tuners[0])]
+        row = [l, f"{first['valid']}/{first['space']}"]
+        for t in tuners:
+            v = s[(l, t)]
+            t99 = v["t99_median"]
+            row.append("-" if t99 == math.inf else f"{t99:.0f}")
+        rows.append(row)
+    out.append("Trials to reach 99% of the exhaustive optimum (median over seeds; '-' = not within budget)")
+    out.append(render_table(["layer", "valid/space"] + tuners, rows, right=set(range(1, len(tuners) + 2))))
+    for qk, label in (("q100", "after 100 trials"), ("q300", "after 300 trials")):
+        rows = [[l] + [f"{s[(l, t)][qk]:.3f}" for t in tuners] for l in layers]
+        out.append("")
+        out.append(f"Best found {label} as a fraction of the optimum's throughput (median)")
+        out.append(render_table(["layer"] + tuners, rows, right=set(range(1, len(tuners) + 1))))
+    rows = [[t, f"{statistics.median(s[(l, t)]['ms_per_trial'] for l in layers):.2f}"] for t in tuners]
+    out.append("")
+    out.append("Tuner overhead per trial (ms, median over layers; simulation excluded)")
+    out.append(render_table(["tuner", "ms/trial"], rows, right={1}))
+    if res["thirty_x"]:
+        rows = [[r["layer"], r["seed"], r["rl_trials"], r["dcoc_trials"] or "-",
+                 f"{r['ratio']:.1f}x" if r["ratio"] else "-"] for r in res["thirty_x"]]
+        out.append("")
+        out.append(f"Trials to reach RL's quality at its full budget ({res['budget']} or the space)")
+        out.append(render_table(["layer", "seed", "rl", "dcoc", "rl/dcoc"], rows, right={1, 2, 3, 4}))
+    return "\n".join(out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--layers", nargs="*", default=None, help=f"default: {' '.join(LAYERS)}")
+    ap.add_argument("--tuners", nargs="*", default=None, help=f"default: {' '.join(TUNERS)}")
+    ap.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2, 3, 4])
+    ap.add_argument("--budget", type=int, default=1000, help="trials per run (capped at the valid space)")
+    ap.add_argument("--hw", default="pynq")
+    ap.add_argument("--agents", default=None, help="dcoc agents mode")
+    ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--json", default=None, help="write raw results here")
+    a = ap.parse_args(argv)
+    res = run(a.layers, a.tuners, a.seeds, a.budget, a.hw, a.jobs, a.agents)
+    print(render(res))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({**res, "summary": {f"{k[0]}|{k[1]}": v for k, v in res["summary"].items()}}, f)
+
+
+if __name__ == "__main__":
+    main()
