@@ -1,0 +1,355 @@
+"""Tune a whole model for an llvm/cuda target with MetaSchedule and a dcoc search strategy.
+
+:func:`tune_model` is what ``dcoc.tune(model, target="llvm")`` and ``dcoc tune MODEL
+--target llvm`` call::
+
+    from tvm_plugin.tune import tune_model
+    r = tune_model("light_resnet", "llvm", trials=256, tuner="dcoc", seed=0, work_dir="wd")
+    r.latency_ms, r.baseline_latency_ms, r.run({"input": x})
+
+Steps: import (``tvm_plugin.frontend.load``) -> legalize + fuse -> extract the MetaSchedule
+tasks -> ``ms.tune_tasks`` with a :class:`~tvm_plugin.strategy.TunerStrategy` (or
+MetaSchedule's own ``"evolutionary"`` / ``"replay-trace"`` strategies, for comparisons),
+a persistent fast builder and a low-overhead runner, into a JSON database in ``work_dir``
+-> :func:`tvm_plugin.build.compile_model` on the unfused module -> measure the tuned and
+the untuned model.
+
+Resume: the database is MetaSchedule's JSONDatabase in ``work_dir``
+(``database_workload.json``, ``database_tuning_record.json``).  Rerunning with the same
+``work_dir`` replays its records into the dcoc strategy and counts them against each task's
+budget, so finished tasks are not measured again (a rerun of a finished run only compiles
+and measures the model); an interrupted run continues with the trials that are left.
+MetaSchedule's own strategies only use the records as their starting population and spend
+the full budget again.
+
+Logging: MetaSchedule's logs go to ``work_dir/logs/`` (one file per task plus the task
+scheduler's); the console gets one progress line per measured batch and a final per-task
+table (``progress=False`` silences both, a callable receives them instead of stdout).
+"""
+from __future__ import annotations
+
+import io
+import json
+import logging
+import math
+import os
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+from dcoc.errors import DcocError, TargetError
+from dcoc.result import TuneResult
+
+#: names of MetaSchedule's own strategies accepted as ``tuner``
+MS_STRATEGIES = {"evolutionary": "evolutionary", "replay-trace": "replay-trace",
+                 "replay_trace": "replay-trace", "replay-func": "replay-func"}
+
+
+def _say(progress, text: str) -> None:
+    if progress is False or progress is None:
+        return
+    if callable(progress):
+        progress(text)
+        return
+    print(text, file=sys.stdout, flush=True)
+
+
+def make_strategy(tuner: str = "dcoc", seed: int = 0, agents: str = "dcoc",
+                  tuner_kwargs: Mapping | None = None, population: int = 128):
+    """The MetaSchedule strategy for a ``tuner`` name, and the cost model it wants.
+
+    dcoc tuners -> (TunerStrategy / DCOCSearchStrategy, ``"random"``: the tuner owns its
+    model).  ``"evolutionary"`` -> (EvolutionarySearch(population_size=population),
+    ``"xgb"``).  ``"replay-trace"`` -> (ReplayTrace, ``"random"``).
+    """
+    from tvm.s_tir import meta_schedule as ms
+
+    name = str(tuner).lower()
+    if name in MS_STRATEGIES:
+        kind = MS_STRATEGIES[name]
+        if kind == "evolutionary":
+            return ms.search_strategy.EvolutionarySearch(population_size=population), "xgb"
+        if kind == "replay-trace":
+            return ms.search_strategy.ReplayTrace(), "random"
+        return ms.search_strategy.ReplayFunc(), "random"
+    from tvm_plugin.strategy import DCOCSearchStrategy, TunerStrategy
+
+    if name == "dcoc":
+        return DCOCSearchStrategy(seed=seed, agents=agents,
+                                  tuner_kwargs=dict(tuner_kwargs or {})), "random"
+    return TunerStrategy(tuner=name, seed=seed, tuner_kwargs=dict(tuner_kwargs or {})), "random"
+
+
+def _py(x):
+    """tvm containers (Array/Map/IntImm/String...) -> plain JSON-able Python."""
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        return x
+    tn = type(x).__name__
+    if hasattr(x, "items") and not isinstance(x, (str, bytes)):
+        return {str(_py(k)): _py(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)) or tn in ("Array", "List", "Tuple"):
+        return [_py(v) for v in x]
+    if hasattr(x, "value"):
+        return x.value
+    return str(x)
+
+
+def _silence_metaschedule():
+    """Keep MetaSchedule's INFO chatter out of the console (it still goes to the log files)."""
+    lg = logging.getLogger("tvm.s_tir.meta_schedule")
+    old = lg.level
+    lg.setLevel(logging.WARNING)
+    return lg, old
+
+
+class _Progress:
+    """Per-batch progress line and a final per-task table (peers.md section 5.5)."""
+
+    def __init__(self, tasks, budget: int, progress, t0: float):
+        self.tasks = tasks  # list of dict(name, flop, weight)
+        self.best = [math.inf] * len(tasks)
+        self.trials = [0] * len(tasks)
+        self.errors = [0] * len(tasks)
+        self.budget = budget
+        self.progress = progress
+        self.t0 = t0
+        self.total = 0
+        self.history: list = []  # [trial, est. model latency ms]
+
+    def estimate_ms(self) -> float:
+        if any(not math.isfinite(b) for b in self.best):
+            return math.inf
+        return sum(t["weight"] * b for t, b in zip(self.tasks, self.best)) * 1e3
+
+    def on_batch(self, task_id: int, runner_results) -> None:
+        from tvm_plugin.strategy import runner_result
+
+        for r in runner_results:
+            m = runner_result(r)
+            self.trials[task_id] += 1
+            self.total += 1
+            if m.valid:
+                self.best[task_id] = min(self.best[task_id], m.cost)
+            else:
+                self.errors[task_id] += 1
+        est = self.estimate_ms()
+        if math.isfinite(est):
+            self.history.append([self.total, est])
+        t = self.tasks[task_id]
+        b = self.best[task_id]
+        gf = t["flop"] / b / 1e9 if math.isfinite(b) and t["flop"] else 0.0
+        est_s = f"{est:9.3f} ms" if math.isfinite(est) else "        -   "
+        _say(self.progress,
+             f"[{self.total:5d}/{self.budget}] {time.perf_counter() - self.t0:7.1f}s  "
+             f"task {task_id + 1:>2}/{len(self.tasks)} {t['name'][:34]:<34} "
+             f"best {b * 1e3 if math.isfinite(b) else float('nan'):9.4f} ms {gf:7.1f} GFLOPS"
+             f" | model est. {est_s}")
+
+    def table(self) -> str:
+        out = io.StringIO()
+        hdr = (f"{'ID':>3} | {'Task':<36} | {'MFLOP':>9} | {'Weight':>6} | {'GFLOPS':>8} | "
+               f"{'Latency ms':>10} | {'Wtd. ms':>9} | {'Trials':>6} | {'Errors':>6}")
+        out.write(hdr + "\n" + "-" * len(hdr) + "\n")
+        for i, (t, b) in enumerate(zip(self.tasks, self.best)):
+            ok = math.isfinite(b)
+            gf = t["flop"] / b / 1e9 if ok and t["flop"] else 0.0
+            out.write(f"{i + 1:>3} | {t['name'][:36]:<36} | {t['flop'] / 1e6:9.2f} | "
+                      f"{t['weight']:>6g} | {gf:8.2f} | "
+                      f"{(b * 1e3 if ok else float('nan')):10.4f} | "
+                      f"{(t['weight'] * b * 1e3 if ok else float('nan')):9.4f} | "
+                      f"{self.trials[i]:>6} | {self.errors[i]:>6}\n")
+        est = self.estimate_ms()
+        out.write(f"total: {self.total} trials this run, estimated model latency "
+                  f"{est:.3f} ms (sum of weight x best kernel latency)\n")
+        return out.getvalue()
+
+
+def _progress_callback(prog: _Progress):
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
+
+    @derived_object
+    class ProgressCallback(PyMeasureCallback):
+        def apply(self, task_scheduler, task_id, measure_candidates, builder_results,
+                  runner_results):
+            prog.on_batch(int(task_id), runner_results)
+
+    return ProgressCallback()
+
+
+def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", seed: int = 0,
+               work_dir: str | None = None, runner: Any = "local",
+               input_shapes: Mapping[str, Sequence[int]] | None = None, *,
+               agents: str = "dcoc", trials_per_task: int | None = None,
+               num_trials_per_iter: int = 16, builder: Any = "persistent",
+               strategy: Any = None, cost_model: Any = None, tuner_kwargs: Mapping | None = None,
+               task_scheduler: str = "gradient", population: int = 128,
+               measure: bool = True, baseline: bool = True, progress: Any = True,
+               timeout_sec: float = 30.0, latency_repeat: int = 5) -> TuneResult:
+    """Tune ``model`` for an llvm/cuda target; returns a :class:`dcoc.result.TuneResult`.
+
+    Parameters
+    ----------
+    model: ONNX path, zoo / ``light_*`` name, ``onnx.ModelProto`` or a loaded
+        :class:`tvm_plugin.frontend.Model`.
+    target: ``"llvm"`` (this machine: host ``mcpu``, physical cores), ``"cuda"``, a TVM
+        target JSON dict (``num-cores`` is added when missing) or a ``tvm.target.Target``.
+    trials: total measurement budget over all tasks (``max_trials_global``).
+    tuner: a dcoc tuner (``"dcoc"`` default, ``"random"``, ``"grid"``, ``"ga"``, ``"xgb"``,
+        ``"rl"``, ``"chameleon"``) driven through :class:`~tvm_plugin.strategy.TunerStrategy`,
+        or MetaSchedule's ``"evolutionary"`` / ``"replay-trace"`` (for comparisons).
+    seed: the one seed (strategy and MetaSchedule's design-space generation).
+    work_dir: database + logs (created; a temporary directory when None).  Reusing it
+        resumes (see module docstring).
+    runner: ``"local"`` or ``"rpc://HOST:PORT/KEY"`` (or a MetaSchedule Runner).
+    input_shapes: ``{input: shape}`` for models with dynamic input dimensions.
+    agents: DCOC's knob-to-agent split (tuner ``"dcoc"``).
+    trials_per_task: cap per task (default: ``trials``).
+    num_trials_per_iter: candidates per measured batch.
+    builder: ``"persistent"`` (default) / ``"local"`` / a Builder.
+    strategy, cost_model: override the MetaSchedule strategy object / cost model.
+    measure: measure the tuned model's latency; baseline: also compile + measure untuned.
+    progress: True (stdout), False, or a callable receiving each line.
+    """
+    from tvm.s_tir import meta_schedule as ms
+
+    from tvm_plugin import frontend as F
+    from tvm_plugin.build import (close_builder, compile_model, make_builder,
+                                  make_model_runner, make_runner, measure_latency,
+                                  random_inputs)
+
+    t_start = time.perf_counter()
+    spec = F.resolve_target(target)
+    if spec.is_vta:
+        raise TargetError("tune_model tunes llvm/cuda targets; use dcoc.tune(model, "
+                          "target='vta') for the VTA accelerator")
+    tgt = spec.tvm
+    if int(trials) < 1:
+        raise DcocError(f"trials must be >= 1, got {trials}")
+    work_dir = os.path.abspath(work_dir or tempfile.mkdtemp(prefix="dcoc-ms-"))
+    os.makedirs(work_dir, exist_ok=True)
+
+    m = model if isinstance(model, F.Model) else F.load(model, input_shapes)
+    tasks = m.tasks(spec)
+    if not tasks:
+        raise DcocError(f"model '{m.name}' has no tunable operators for {spec.kind}")
+    ms_tasks = [t.ms_task for t in tasks]
+    names = {t.ms_task.task_name: t.name for t in tasks}
+
+    if strategy is None:
+        strategy, default_cm = make_strategy(tuner, seed, agents, tuner_kwargs, population)
+    else:
+        default_cm = "random"
+    cost_model = cost_model or default_cm
+    lg, old_level = _silence_metaschedule()
+    try:
+        ctxs, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+            ms_tasks, work_dir, strategy=strategy, seed=seed)
+    finally:
+        lg.setLevel(old_level)
+    task_info = []
+    for ctx in ctxs:
+        from tvm.s_tir.analysis import estimate_tir_flops
+
+        try:
+            flop = float(estimate_tir_flops(ctx.mod))
+        except Exception:  # noqa: BLE001
+            flop = 0.0
+        task_info.append({"name": names.get(str(ctx.task_name), str(ctx.task_name)),
+                          "ms_name": str(ctx.task_name), "flop": flop})
+    for info, w in zip(task_info, weights):
+        info["weight"] = float(w)
+
+    db = ms.database.JSONDatabase(work_dir=work_dir)
+    b = make_builder(builder)
+    r = make_runner(runner, timeout_sec=timeout_sec)
+    prog = _Progress(task_info, int(trials), progress, t_start)
+    _say(progress, f"dcoc: tuning {m.name} for {spec.kind} ({len(ctxs)} tasks, {trials} trials, "
+                   f"tuner {tuner}, seed {seed}); MetaSchedule logs in {work_dir}/logs")
+    t_tune = time.perf_counter()
+    lg, old_level = _silence_metaschedule()
+    try:
+        callbacks = MEASURE_CALLBACKS() + [_progress_callback(prog)]
+        ms.tune_tasks(tasks=ctxs, task_weights=weights, work_dir=work_dir,
+                      max_trials_global=int(trials),
+                      max_trials_per_task=int(trials_per_task or trials),
+                      num_trials_per_iter=int(num_trials_per_iter), builder=b, runner=r,
+                      database=db, cost_model=cost_model, measure_callbacks=callbacks,
+                      task_scheduler=task_scheduler)
+    finally:
+        lg.setLevel(old_level)
+        if isinstance(builder, str):
+            close_builder(b)
+    tune_seconds = time.perf_counter() - t_tune
+
+    # ------------------------------------------------------------- results per task
+    strat_results = dict(getattr(strategy, "results", {}) or {})
+    schedules, layers = {}, []
+    n_records = 0
+    for ctx, info in zip(ctxs, task_info):
+        best = None
+        if db.has_workload(ctx.mod):
+            wl = db.commit_workload(ctx.mod)
+            top = db.get_top_k(wl, 1)
+            best = top[0] if len(top) else None
+        summary = strat_results.get(info["ms_name"], {})
+        recorded = summary.get("recorded", 0) + summary.get("trials", 0) if summary else None
+        n_task = recorded if recorded is not None else prog.trials[task_info.index(info)]
+        n_records += n_task
+        lat = float(sum(float(x) for x in best.run_secs) / len(best.run_secs)) if best else math.inf
+        entry = {"ms_task": info["ms_name"],
+                 "trace": _py(best.trace.as_json(remove_postproc=True)) if best else None,
+                 "latency_ms": lat * 1e3 if math.isfinite(lat) else None}
+        if summary.get("best_config"):
+            entry["knobs"] = summary["best_config"]
+        schedules[info["name"]] = entry
+        layers.append({"layer": info["name"], "count": info["weight"], "flop": info["flop"],
+                       "latency_ms": lat * 1e3 if math.isfinite(lat) else None,
+                       "gflops": info["flop"] / lat / 1e9 if math.isfinite(lat) and lat > 0 else 0.0,
+                       "trials": n_task, "device": spec.kind})
+    _say(progress, prog.table())
+
+    # ----------------------------------------------------------- compile + measure
+    names_in = list(m.input_shapes)
+    inputs = random_inputs(m.input_shapes, m.input_dtypes, seed=seed)
+    ex, report = compile_model(db, m.mod, tgt)
+    if report["untuned"]:
+        _say(progress, f"dcoc: {len(report['untuned'])} function(s) without a tuned schedule: "
+                       f"{', '.join(report['untuned'][:6])}{' ...' if len(report['untuned']) > 6 else ''}")
+    latency = baseline_latency = math.nan
+    arrays = [inputs[n] for n in names_in]
+    if measure:
+        latency = measure_latency(ex, tgt, arrays, repeat=latency_repeat)["median_ms"]
+    if baseline:
+        ex0, _ = compile_model(None, m.mod, tgt)
+        baseline_latency = measure_latency(ex0, tgt, arrays, repeat=3)["median_ms"]
+    if measure:
+        _say(progress, f"dcoc: tuned {latency:.3f} ms" +
+             (f", untuned {baseline_latency:.3f} ms ({baseline_latency / latency:.1f}x)"
+              if baseline else "") + f"; tuning took {tune_seconds:.1f} s")
+
+    result = TuneResult(
+        target=str(tgt), tuner=str(tuner), seed=int(seed), latency_ms=float(latency),
+        baseline_latency_ms=float(baseline_latency), trials=int(n_records),
+        schedules=schedules, history=prog.history, layers=layers,
+        agents=agents if str(tuner) == "dcoc" else None, model=m.name, work_dir=work_dir,
+        database_path=work_dir, wall_seconds=time.perf_counter() - t_start, executable=ex,
+        extra={"target_kind": spec.kind, "new_trials": prog.total,
+               "tuning_seconds": round(tune_seconds, 2),
+               "tuned_functions": report["tuned"], "untuned_functions": report["untuned"],
+               "tasks": [{k: v for k, v in s.items() if k != "history"}
+                         for s in strat_results.values()]},
+    )
+    result._runner = make_model_runner(ex, tgt, names_in, m.input_dtypes)
+    return result
+
+
+def MEASURE_CALLBACKS() -> list:  # noqa: N802
+    """MetaSchedule's default callbacks (AddToDatabase, RemoveBuildArtifact, UpdateCostModel)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    return list(ms.measure_callback.MeasureCallback.create("default"))
+
+
+__all__ = ["tune_model", "make_strategy", "MS_STRATEGIES"]
