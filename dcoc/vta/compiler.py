@@ -524,8 +524,10 @@ class ConvPlan(_Base):
 
     # -- iteration space -----------------------------------------------------------------
     def strides(self) -> list[int]:
-        """Strides (in iterations) of the tile loop nest (batch, h-outer, co-outer, w)."""
-        return [1, self.n_w, self.n_w * self.n_coo, self.n_w * self.n_coo * self.n_ho]
+        """Periods (in segments = iteration parts) of the loop nest: ci step, then the tile
+        loops w, co-outer, h-outer."""
+        p = self.n_parts
+        return [1, p, p * self.n_w, p * self.n_w * self.n_coo, p * self.n_w * self.n_coo * self.n_ho]
 
     def n_iterations(self) -> int:
         return self.Nb * self.n_ho * self.n_coo * self.n_w
@@ -584,7 +586,22 @@ class ConvPlan(_Base):
             q.dep_pop(S, C)
         q.synchronize()
 
-    def emit_iteration(self, q: InsnStream, it, dram: "DramLayout"):
+    # a tile iteration is emitted in parts (0: tile start, 1..n_ci: reduction steps,
+    # n_ci + 1: epilogue + store) so the fast path can also skip periods of the ci loop
+    # (without ALU ops the end part would set a flag on the last GEMM of the previous
+    # part, so it is merged into the last reduction step)
+    @property
+    def n_parts(self) -> int:
+        return self.n_ci + (2 if self.alu_list() else 1)
+
+    def part_key(self, part: int) -> int:
+        if part == 0:
+            return 0
+        if part == self.n_ci + 1:
+            return 2
+        return 3 if (part == self.n_ci and not self.alu_list()) else 1
+
+    def _ctx(self, it):
         b, ho, coo, wo = it
         # every thread context takes part in the dependency protocol; a context whose
         # tile is out of range (non-divisible outer extent) pushes/pops its tokens with
@@ -593,9 +610,28 @@ class ConvPlan(_Base):
         for h, oc, slot in self.contexts:
             hi, co = ho * self.hn + h, coo * self.ocn + oc
             ctx.append((slot, hi, co, hi < self.n_h and co < self.n_co))
+        return ctx
+
+    def emit_iteration(self, q: InsnStream, it, dram: "DramLayout"):
+        for part in range(self.n_parts):
+            self.emit_part(q, it, part, dram)
+
+    def emit_part(self, q: InsnStream, it, part: int, dram: "DramLayout"):
+        """Emit one part of a tile iteration (see :attr:`n_parts`)."""
+        ctx = self._ctx(it)
+        if part == 0:
+            self._emit_start(q, it, ctx, dram)
+        elif part <= self.n_ci:
+            self._emit_ci_step(q, it, ctx, part - 1, dram)
+            if part == self.n_ci and not self.alu_list():
+                self._emit_end(q, it, ctx, dram)
+        else:
+            self._emit_end(q, it, ctx, dram)
+
+    def _emit_start(self, q, it, ctx, dram):
+        """Tile start: bias / residual ACC loads + GEMM reset, one compute scope per thread."""
+        b, ho, coo, wo = it
         th, tw, tco = self.th, self.tw, self.tco
-        cpad0, csz, cpad1, c0 = self.col_geom(wo)
-        # tile start: bias / residual loads + GEMM reset (one compute scope per thread)
         for slot, hi, co, on in ctx:
             q.dep_pop(S, C)
             if on:
@@ -610,18 +646,27 @@ class ConvPlan(_Base):
                         q.load(MEM_ACC, self.res_base(slot) + so, off, y, x, st)
                 q.run_kernel(self.k_reset[slot])
             q.dep_push(C, L)
-        # reduction loop over ci-outer
-        for kc in range(self.n_ci):
-            for slot, hi, co, on in ctx:
-                q.dep_pop(C, L)
-                if on:
-                    self._emit_loads(q, dram, slot, b, hi, co, kc, cpad0, csz, cpad1, c0)
-                q.dep_push(L, C)
-            for slot, hi, co, on in ctx:
-                q.dep_pop(L, C)
-                if on:
-                    q.run_kernel(self.k_gemm[slot])
-                q.dep_push(C, L)
+
+    def _emit_ci_step(self, q, it, ctx, kc, dram):
+        """One step of the ci-outer reduction loop: per thread the input/weight DMAs, then
+        per thread the GEMM."""
+        b, ho, coo, wo = it
+        cpad0, csz, cpad1, c0 = self.col_geom(wo)
+        for slot, hi, co, on in ctx:
+            q.dep_pop(C, L)
+            if on:
+                self._emit_loads(q, dram, slot, b, hi, co, kc, cpad0, csz, cpad1, c0)
+            q.dep_push(L, C)
+        for slot, hi, co, on in ctx:
+            q.dep_pop(L, C)
+            if on:
+                q.run_kernel(self.k_gemm[slot])
+            q.dep_push(C, L)
+
+    def _emit_end(self, q, it, ctx, dram):
+        """Tile end: the fused ALU epilogue per thread, then the store per thread."""
+        b, ho, coo, wo = it
+        th, tw, tco = self.th, self.tw, self.tco
         if self.alu_list():
             for slot, hi, co, on in ctx:
                 q.dep_pop(C, L)
@@ -786,6 +831,14 @@ class DensePlan(_Base):
         for ks in self.k_alu.values():
             for k in ks:
                 _check_kernel(k, self.hw)
+
+    n_parts = 1
+
+    def part_key(self, part: int) -> int:
+        return 0
+
+    def emit_part(self, q: InsnStream, it, part: int, dram: "DramLayout"):
+        self.emit_iteration(q, it, dram)
 
     def strides(self) -> list[int]:
         return [1, self.n_coo]

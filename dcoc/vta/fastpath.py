@@ -90,28 +90,35 @@ def fast_timing(plan, tp: TimingParams, skip: bool = True):
     sid = intern(q.state())
     keys = plan.iteration_keys().tolist()
     n_it = len(keys)
-    tids = [0] * (n_it + 2)
+    parts = plan.n_parts
+    pkeys = [plan.part_key(p) for p in range(parts)]
+    n_seg = n_it * parts
+    tids = [0] * (n_seg + 2)
     memo: dict = {}
+    seg = 1
     for idx in range(n_it):
-        mk = (keys[idx], sid)
-        r = memo.get(mk)
-        if r is None:
-            q2 = _stream_from_state(hw, kd, state_list[sid])
-            plan.emit_iteration(q2, plan.iteration_at(idx), dram)
-            tid = add(q2.insns[q2.seg_start:])
-            r = memo[mk] = (tid, intern(q2.state()))
-        tids[idx + 1] = r[0]
-        sid = r[1]
+        key = keys[idx]
+        for part in range(parts):
+            mk = (key, pkeys[part], sid)
+            r = memo.get(mk)
+            if r is None:
+                q2 = _stream_from_state(hw, kd, state_list[sid])
+                plan.emit_part(q2, plan.iteration_at(idx), part, dram)
+                tid = add(q2.insns[q2.seg_start:])
+                r = memo[mk] = (tid, intern(q2.state()))
+            tids[seg] = r[0]
+            sid = r[1]
+            seg += 1
     q3 = _stream_from_state(hw, kd, state_list[sid])
     plan.emit_epilogue(q3)
-    tids[n_it + 1] = add(q3.insns[q3.seg_start:])
+    tids[n_seg + 1] = add(q3.insns[q3.seg_start:])
 
-    is_tile = [False] + [True] * n_it + [False]
+    is_tile = [False] + [True] * n_seg + [False]
     periods = set()
     for s in plan.strides():
         for mult in (1, 2):
             p = s * mult
-            if 1 <= p <= n_it // 2:
+            if 1 <= p <= n_seg // 2:
                 periods.add(p)
     eng = Engine(templates, tids, is_tile=is_tile, periods=sorted(periods), skip=skip)
     cycles = eng.run()
