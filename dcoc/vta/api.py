@@ -1,6 +1,7 @@
 """``simulate`` and ``default_knobs``: the entry points other components call."""
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 from typing import Mapping
 
@@ -129,12 +130,13 @@ def simulate(wl, hw, knobs, data=None, weight=None, bias=None, residual=None,
 def default_knobs(wl, hw) -> dict[str, int]:
     """A valid, good schedule from a cheap heuristic (no simulation).
 
-    conv2d: ``tile_ci`` = 1 (one input-channel block per load, as in every TopHub
-    schedule) and every (tile_h, tile_w, tile_co) and thread setting that fits the SRAMs
-    (each thread must have work), ranked by a closed-form cycle estimate that mirrors the
-    simulator: per tile, GEMMs overlapped with the input/weight DMAs when virtual threads
-    double-buffer, plus the exposed epilogue (ALU at II=2, a store, the next tile's first
-    load).  dense: the fitting setting with the least estimated weight traffic +
+    conv2d: ``tile_ci`` = 1 for padded convs (one input-channel block per load, as in
+    every TopHub schedule; any ``tile_ci`` for unpadded ones) and every (tile_h, tile_w,
+    tile_co) and thread setting that fits the SRAMs (each thread must have work), ranked
+    by a closed-form cycle estimate that mirrors the simulator: per tile, GEMMs
+    overlapped with the input/weight DMAs when virtual threads double-buffer, plus the
+    exposed epilogue (ALU at II=2, a store, the next tile's first load) and instruction
+    overheads.  dense: the fitting setting with the least estimated weight traffic +
     instruction overhead.  Falls back to any fitting setting.
     """
     hw = _hw(hw)
@@ -152,7 +154,7 @@ def _fits(wl, hw, knobs) -> bool:
         return False
 
 
-def _conv_estimate(wl, hw, k, lat: float = 30.0, nops: int = 4) -> float:
+def _conv_estimate(wl, hw, k, nops: int = 4) -> float:
     """Closed-form cycle estimate of a conv schedule (mirrors the simulator's structure).
 
     Per tile iteration: the GEMMs of all thread contexts, overlapped with the input/weight
@@ -173,13 +175,16 @@ def _conv_estimate(wl, hw, k, lat: float = 30.0, nops: int = 4) -> float:
     in_cols = (tw - 1) * sw + kw
     acc = tco * th * tw
     bus = hw.bus_bytes
+    tp = DEFAULT_TIMING
+    lat = tp.dram_latency_cycles(hw)
+    eff = 1.0 + tp.burst_overhead / max(tp.max_burst_beats, 1)  # DMA efficiency
     beats = -(-in_cols * hw.inp_elem_bytes // bus)
-    ld_inp = tci * in_rows * (lat + beats * 1.2)
-    ld_wgt = tco * (lat + tci * kh * kw * hw.wgt_elem_bytes / bus * 1.2)
-    load = ld_inp + ld_wgt + 16
-    gemm = th * tw * tco * kh * kw * tci + 20
+    ld_inp = tci * in_rows * (lat + beats * eff)
+    ld_wgt = tco * (lat + tci * kh * kw * hw.wgt_elem_bytes / bus * eff)
+    load = ld_inp + ld_wgt + 2 * tp.insn_overhead
+    gemm = th * tw * tco * kh * kw * tci + tp.insn_overhead + tp.gemm_depth
     alu = acc * 2 * nops + 12 * nops
-    store = tco * (lat + th * tw * hw.out_elem_bytes / bus * 1.2)
+    store = tco * (lat + th * tw * hw.out_elem_bytes / bus * eff)
     if nctx > 1:
         per_tile = n_ci * max(gemm, load) + alu + store / nctx + load
     else:
@@ -190,19 +195,21 @@ def _conv_estimate(wl, hw, k, lat: float = 30.0, nops: int = 4) -> float:
 def _default_conv(wl, hw, space):
     best = None
     cob = space["tile_co"][-1]
-    for th in space["tile_h"]:
-        for tw in space["tile_w"]:
-            for tco in space["tile_co"]:
-                for ocn, hn in ((2, 1), (1, 2), (2, 2), (1, 1)):
-                    if ocn == 2 and cob // tco < 2 or hn == 2 and wl.out_height // th < 2:
-                        continue  # a thread without work
-                    k = {"tile_h": th, "tile_w": tw, "tile_ci": 1, "tile_co": tco,
-                         "oc_nthread": ocn, "h_nthread": hn}
-                    cost = _conv_estimate(wl, hw, k)
-                    if best is not None and cost >= best[0]:
-                        continue
-                    if _fits(wl, hw, k):
-                        best = (cost, k)
+    # padded inputs need one DMA per input-channel block (TVM even rejects tile_ci > 1),
+    # so only unpadded convs consider larger tile_ci
+    cis = [1] if any(wl.padding) else space["tile_ci"]
+    for th, tw, tco, tci in itertools.product(space["tile_h"], space["tile_w"],
+                                              space["tile_co"], cis):
+        for ocn, hn in ((2, 1), (1, 2), (2, 2), (1, 1)):
+            if ocn == 2 and cob // tco < 2 or hn == 2 and wl.out_height // th < 2:
+                continue  # a thread without work
+            k = {"tile_h": th, "tile_w": tw, "tile_ci": tci, "tile_co": tco,
+                 "oc_nthread": ocn, "h_nthread": hn}
+            cost = _conv_estimate(wl, hw, k)
+            if best is not None and cost >= best[0]:
+                continue
+            if _fits(wl, hw, k):
+                best = (cost, k)
     if best is None:
         for vals in _iter_space(space):
             if _fits(wl, hw, vals):
@@ -236,8 +243,6 @@ def _default_dense(wl, hw, space):
 
 
 def _iter_space(space):
-    import itertools
-
     names = list(space)
     for combo in itertools.product(*[space[n] for n in names]):
         yield dict(zip(names, combo))

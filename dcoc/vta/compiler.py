@@ -1003,6 +1003,13 @@ class DramLayout:
         base, _, eb = self.regions[name]
         return base // eb + int(index)
 
+    def check_fields(self) -> None:
+        """PlanError when a region's element addresses do not fit the 32-bit dram_base."""
+        for name, (base, n, eb) in self.regions.items():
+            if (base + n) // eb > 0xFFFFFFFF:
+                raise PlanError(f"DRAM region {name} ({n} bytes) exceeds the 32-bit "
+                                f"dram_base field")
+
     def byte_range(self, name: str) -> tuple[int, int]:
         base, n, _ = self.regions[name]
         return base, base + n
@@ -1073,6 +1080,7 @@ def compile_program(plan) -> Program:
     """Compile the whole instruction stream of a plan (the reference path)."""
     offsets, words = _kernel_dram(plan)
     dram = DramLayout(plan.dram_regions(), len(words))
+    dram.check_fields()
     base = dram.elem("uop", 0)
     kd = {k: base + v for k, v in offsets.items()}
     q = InsnStream(plan.hw, kd)
@@ -1083,11 +1091,4 @@ def compile_program(plan) -> Program:
         plan.emit_iteration(q, it, dram)
     segs.append(q.begin_segment())
     plan.emit_epilogue(q)
-    _check_dram_fields(q.insns)
     return Program(plan.hw, q.insns, words, dram, plan, segs)
-
-
-def _check_dram_fields(insns):
-    for i in insns:
-        if i.opcode in (OP_LOAD, OP_STORE) and i.dram_base > 0xFFFFFFFF:
-            raise PlanError(f"DRAM address {i.dram_base} exceeds the 32-bit field")

@@ -63,6 +63,7 @@ def fast_timing(plan, tp: TimingParams, skip: bool = True):
     lat = tp.dram_latency_cycles(hw)
     offsets, words = _kernel_dram(plan)
     dram = DramLayout(plan.dram_regions(), len(words))
+    dram.check_fields()
     base = dram.elem("uop", 0)
     kd = {k: base + v for k, v in offsets.items()}
     templates, tcounts, tlen = [], [], []

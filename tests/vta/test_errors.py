@@ -289,3 +289,33 @@ def test_missing_dependency_is_a_race():
     loads[1].pop_next = 0
     with pytest.raises(SimulationError):
         run_program(prog)
+
+
+# ----------------------------------------------------------------------------- fuzz
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_knob_values = st.one_of(st.integers(-3, 70), st.floats(allow_nan=True), st.text(max_size=3),
+                         st.none(), st.booleans(), st.lists(st.integers(), max_size=2))
+_knob_names = st.sampled_from(["tile_h", "tile_w", "tile_ci", "tile_co", "oc_nthread",
+                               "h_nthread", "tile_b", "bogus", 7])
+
+
+@settings(max_examples=150, deadline=None)
+@given(knobs=st.dictionaries(_knob_names, _knob_values, max_size=8),
+       hw=st.sampled_from([PYNQ, HWConfig.preset("pynq_4x8"), HWConfig(log_uop_buff=10)]),
+       wl=st.sampled_from([Conv2DWorkload(1, 14, 14, 32, 48, 3, 1, 1), DenseWorkload(3, 40, 50)]))
+def test_random_knob_dicts_never_raise(knobs, hw, wl):
+    r = simulate(wl, hw, knobs)
+    assert r.valid in (True, False)
+    if r.valid:
+        assert r.cycles > 0 and np.isfinite(r.seconds)
+    else:
+        assert r.reason and r.seconds == float("inf")
+
+
+def test_dram_region_beyond_32bit_addresses():
+    from dcoc.vta.compiler import PlanError
+
+    dram = DramLayout({"inp": (1 << 33, 16)}, 4)
+    with pytest.raises(PlanError, match="32-bit"):
+        dram.check_fields()
