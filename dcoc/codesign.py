@@ -330,7 +330,9 @@ class CoDesignConfig:
     boost_rounds: int = 80          # boosting rounds per member (fixed: no early stopping)
     elite_hw_starts: float = 0.5    # share of walkers starting on the incumbent hardware
     random_hw_starts: float = 0.25  # share starting on a random feasible hardware config
-    max_new_hw_per_round: int = 1   # new hardware configs opened per round
+    new_hw_shortlist: int = 3       # unopened configs scored in detail per round
+    open_margin: float = 0.01       # open a config only if predicted >= 1% faster (LCB)
+    new_shape_bonus: float = 0.03   # optimism for a GEMM core shape never measured
     mappo: object = None            # MAPPOConfig (default: MAPPOConfig())
     confidence: object = None       # ConfidenceConfig (default: explore_frac 0.125)
 
@@ -401,6 +403,8 @@ class DCOCCoDesign:
         self._fit_cache: dict = {}
         self._transfer: dict = {}
         self._pred_cache: dict = {}
+        self._defaults: dict = {}
+        self._shapes_opened: set = set()
         self.version = 0
         self.log: list[dict] = []
 
@@ -491,17 +495,38 @@ class DCOCCoDesign:
         self.version += 1
         self._pred_cache.clear()
 
+    def predict_many(self, items: list) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, std) predicted seconds of ``[(layer index, hw, knobs)]``, one model call per kind."""
+        n = len(items)
+        mu, sd = np.empty(n), np.empty(n)
+        by_kind: dict = {}
+        for i, (li, hw, k) in enumerate(items):
+            by_kind.setdefault(self.s.layers[li].kind, []).append(i)
+        for kind, idx in by_kind.items():
+            model = self.models[kind]
+            ideal = np.array([self.s.layers[items[i][0]].ideal_seconds(items[i][1]) for i in idx])
+            if not model.fitted:
+                mu[idx], sd[idx] = ideal * 4.0, ideal * 4.0
+                continue
+            groups: dict = {}
+            for j, i in enumerate(idx):
+                groups.setdefault((items[i][0], items[i][1].name), []).append(j)
+            parts, order = [], []
+            for (li, _), js in groups.items():
+                hw = items[idx[js[0]]][1]
+                parts.append(self._features(li, hw, [items[idx[j]][2] for j in js]))
+                order += js
+            X = np.empty((len(idx), parts[0].shape[1]), dtype=np.float32)
+            X[order] = np.concatenate(parts)
+            m, d = model.predict_with_uncertainty(X)
+            eff = np.maximum(m * self.ymax[kind], 1e-3)
+            mu[idx] = ideal / eff
+            sd[idx] = ideal * d * self.ymax[kind] / eff ** 2
+        return mu, sd
+
     def predict_time(self, li: int, hw, knob_list: list[dict]) -> tuple[np.ndarray, np.ndarray]:
         """(mean, std) predicted seconds of a layer's schedules on ``hw``."""
-        layer = self.s.layers[li]
-        model = self.models[layer.kind]
-        ideal = layer.ideal_seconds(hw)
-        if not model.fitted:
-            return np.full(len(knob_list), ideal * 4.0), np.full(len(knob_list), ideal * 4.0)
-        mu, sd = model.predict_with_uncertainty(self._features(li, hw, knob_list))
-        eff = np.maximum(mu * self.ymax[layer.kind], 1e-3)
-        sd = sd * self.ymax[layer.kind]
-        return ideal / eff, ideal * sd / eff ** 2
+        return self.predict_many([(li, hw, k) for k in knob_list])
 
     # ------------------------------------------------------------- transferred schedules
     def transfer(self, li: int, hw) -> dict | None:
@@ -549,6 +574,24 @@ class DCOCCoDesign:
         self._transfer[key] = out
         return out
 
+    def ensure_estimates(self, hws) -> None:
+        """Predict (batched) every layer's transferred-schedule time on each of ``hws``."""
+        need = []
+        for hw in {h.name: h for h in hws}.values():
+            for li in range(len(self.s.layers)):
+                key = (li, hw.name)
+                if (hw.name, li) in self.s.best or key in self._pred_cache:
+                    continue
+                k = self.transfer(li, hw)
+                if k is None:
+                    self._pred_cache[key] = math.inf
+                else:
+                    need.append((li, hw, k))
+        if need:
+            mu, _ = self.predict_many(need)
+            for (li, hw, _), m in zip(need, mu):
+                self._pred_cache[(li, hw.name)] = float(m)
+
     def layer_estimate(self, li: int, hw) -> float:
         """Best known (measured) or predicted (transferred schedule) seconds of a layer on ``hw``."""
         b = self.s.best.get((hw.name, li))
@@ -556,8 +599,7 @@ class DCOCCoDesign:
             return b[0]
         key = (li, hw.name)
         if key not in self._pred_cache:
-            k = self.transfer(li, hw)
-            self._pred_cache[key] = math.inf if k is None else float(self.predict_time(li, hw, [k])[0][0])
+            self.ensure_estimates([hw])
         return self._pred_cache[key]
 
     def model_estimate(self, hw) -> float:
@@ -616,21 +658,21 @@ class DCOCCoDesign:
 
         def score(points, walkers):
             out = np.zeros(len(points))
-            groups: dict = {}
-            for i, (p, w) in enumerate(zip(points, walkers)):
-                hw, k = decode(p, w)
-                if k is None:
-                    continue
-                li = int(lis[w])
+            decoded = [(i, int(lis[w]), *decode(p, w)) for i, (p, w) in enumerate(zip(points, walkers))]
+            decoded = [d for d in decoded if d[3] is not None]
+            self.ensure_estimates([d[2] for d in decoded])
+            todo, rests = [], []
+            for i, li, hw, k in decoded:
                 c = s.measured.get((hw.name, li, Space.key(k)))
                 rest = self.model_estimate(hw) - L[li].count * self.layer_estimate(li, hw)
                 if c is not None:
                     out[i] = best_lat / (rest + L[li].count * c) if math.isfinite(c) else 0.0
                 else:
-                    groups.setdefault((li, hw.name), (hw, rest, []))[2].append((i, k))
-            for (li, _), (hw, rest, items) in groups.items():
-                mu, _ = self.predict_time(li, hw, [k for _, k in items])
-                for (i, _), m in zip(items, mu):
+                    todo.append((i, li, hw, k))
+                    rests.append(rest)
+            if todo:
+                mu, _ = self.predict_many([(li, hw, k) for _, li, hw, k in todo])
+                for (i, li, _, _), rest, m in zip(todo, rests, mu):
                     out[i] = best_lat / (rest + L[li].count * m)
             return out
 
@@ -650,38 +692,29 @@ class DCOCCoDesign:
                 cands.append((li, hw, k))
         if not cands:
             return 0
-        mu = np.zeros(len(cands))
-        sd = np.zeros(len(cands))
-        groups: dict = {}
-        for i, (li, hw, k) in enumerate(cands):
-            groups.setdefault((li, hw.name), []).append(i)
-        for (li, _), idx in groups.items():
-            hw = cands[idx[0]][1]
-            m, d = self.predict_time(li, hw, [cands[i][2] for i in idx])
-            rest = self.model_estimate(hw) - L[li].count * self.layer_estimate(li, hw)
-            lat = rest + L[li].count * m
-            mu[idx] = best_lat / lat
-            sd[idx] = best_lat * L[li].count * d / lat ** 2
-        order = confidence_select(mu, sd, len(cands), self.rng, self.ccfg)
-        # take picks in order; at most max_new_hw_per_round unopened hardware configs,
-        # each opened with transferred schedules for its other layers (completion)
+        self.ensure_estimates([c[1] for c in cands])
+        m, d = self.predict_many(cands)
+        cnt = np.array([L[li].count for li, _, _ in cands], dtype=float)
+        rest = np.array([self.model_estimate(hw) - L[li].count * self.layer_estimate(li, hw)
+                         for li, hw, _ in cands])
+        lat = rest + cnt * m
+        mu = best_lat / lat
+        sd = best_lat * cnt * d / lat ** 2
         budget = min(self.cfg.round_size, s.remaining)
         complete = set(s.complete_hws())
         jobs, new_hw = [], []
-        for i in order:
-            if len(jobs) >= budget:
-                break
-            li, hw, k = cands[i]
-            if hw.name not in complete and hw.name not in new_hw:
-                if len(new_hw) >= self.cfg.max_new_hw_per_round:
-                    continue
-                extra = [(lj, hw, self.transfer(lj, hw)) for lj in range(len(L))
-                         if lj != li and (hw.name, lj) not in s.best]
-                if any(e[2] is None for e in extra) or len(jobs) + 1 + len(extra) > s.remaining:
-                    continue
-                new_hw.append(hw.name)
-                jobs += extra
-            jobs.append((li, hw, k))
+        # 1. open at most one new hardware config, and only when it is predicted, with
+        #    confidence, to beat the incumbent's measured latency by open_margin
+        opening = self._choose_new_hw(cands, complete, best_lat)
+        if opening is not None and len(opening[1]) <= s.remaining:
+            hw, plan = opening
+            new_hw.append(hw.name)
+            jobs += plan
+        # 2. the rest of the round: confident candidates on complete hardware configs
+        idx = [i for i, c in enumerate(cands) if c[1].name in complete]
+        if idx and budget > len(jobs):
+            pick = confidence_select(mu[idx], sd[idx], budget - len(jobs), self.rng, self.ccfg)
+            jobs += [cands[idx[j]] for j in pick]
         # dedupe (a completion job may coincide with a pick)
         uniq, keys = [], set()
         for li, hw, k in jobs:
@@ -695,8 +728,73 @@ class DCOCCoDesign:
                          "mean_reward": walk.mean_reward, **metrics})
         return len(res)
 
+    def _default(self, li: int, hw) -> dict | None:
+        key = (li, hw.name)
+        if key not in self._defaults:
+            from dcoc.vta import default_knobs
+
+            try:
+                self._defaults[key] = default_knobs(self.s.layers[li].workload, hw)
+            except DcocError:
+                self._defaults[key] = None
+        return self._defaults[key]
+
+    def _choose_new_hw(self, cands, complete, best_lat):
+        """(hw, jobs) of the most promising unopened hardware config, or None.
+
+        The few unopened configs the walks reached with the best cheap estimate (every
+        layer at a schedule transferred from the incumbent) are scored properly: for each
+        layer, the best predicted among the walks' candidates on that config, the
+        transferred schedule and the default heuristic.  A config is opened only if the
+        lower confidence bound of its predicted model throughput beats the incumbent's
+        measured throughput by ``open_margin``; opening measures that schedule for every
+        layer (so the config's model latency becomes known).
+        """
+        L = self.s.layers
+        by_hw: dict = {}
+        for i, (li, hw, k) in enumerate(cands):
+            if hw.name not in complete:
+                by_hw.setdefault(hw.name, (hw, []))[1].append(i)
+        if not by_hw:
+            return None
+        ranked = sorted(by_hw.values(), key=lambda v: self.model_estimate(v[0]))[: self.cfg.new_hw_shortlist]
+        best = None
+        for hw, idx in ranked:
+            mu_lat, var_lat, plan = 0.0, 0.0, []
+            for lj, layer in enumerate(L):
+                b = self.s.best.get((hw.name, lj))
+                if b is not None:
+                    mu_lat += layer.count * b[0]
+                    continue
+                opts = [cands[i][2] for i in idx if cands[i][0] == lj]
+                opts += [k for k in (self.transfer(lj, hw), self._default(lj, hw)) if k is not None]
+                opts = list({Space.key(k): k for k in opts}.values())
+                if not opts:
+                    mu_lat = math.inf
+                    break
+                m, d = self.predict_time(lj, hw, opts)
+                j = int(np.argmin(m))
+                mu_lat += layer.count * m[j]
+                var_lat += (layer.count * d[j]) ** 2
+                plan.append((lj, hw, opts[j]))
+            if not math.isfinite(mu_lat) or not plan:
+                continue
+            thr = best_lat / mu_lat
+            lcb = thr - self.ccfg.kappa * best_lat * math.sqrt(var_lat) / mu_lat ** 2
+            shape = (hw.batch, hw.block_in, hw.block_out)
+            if shape not in self._shapes_opened:  # optimism for never-measured GEMM cores
+                lcb += self.cfg.new_shape_bonus
+            if lcb > 1.0 + self.cfg.open_margin and (best is None or lcb > best[0]):
+                best = (lcb, hw, plan)
+        if best is None:
+            return None
+        hw = best[1]
+        self._shapes_opened.add((hw.batch, hw.block_in, hw.block_out))
+        return hw, best[2]
+
     def run(self):
         default = self.board.default_hw()
+        self._shapes_opened.add((default.batch, default.block_in, default.block_out))
         default_schedules(self.s, default)
         if self.s.latency(default.name) is None:
             raise DcocError(f"no default schedule fits {default.name} for every layer")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from dcoc.errors import ConfigError
 
@@ -267,14 +268,14 @@ class HWConfig:
         return HWConfig(**kw)
 
     # -- names ------------------------------------------------------------------------
-    @property
+    @cached_property
     def bitstream(self) -> str:
         """``{B}x{BI}x{BO}_i8w8a32_{uop}_{inp}_{wgt}_{acc}`` (the GEMM-core + buffer part)."""
         return (f"{self.batch}x{self.block_in}x{self.block_out}_i{self.inp_width}"
                 f"w{self.wgt_width}a{self.acc_width}_{self.log_uop_buff}_{self.log_inp_buff}_"
                 f"{self.log_wgt_buff}_{self.log_acc_buff}")
 
-    @property
+    @cached_property
     def name(self) -> str:
         """Unique name: the bitstream name, plus ``_<F>MHz_bus<B>`` unless 100 MHz / 8 B."""
         if self.freq_mhz == 100.0 and self.bus_bytes == 8:
