@@ -304,6 +304,42 @@ class TableMeasurer(Measurer):
         return out
 
 
+class MemoMeasurer(Measurer):
+    """Memoize a deterministic measurer (the simulator) by (workload, hardware, knobs).
+
+    For benchmarks that run many tuners and seeds over the same spaces in one process:
+    a repeated config costs a lookup instead of a simulation, and still counts as a
+    trial of whoever asked.  Not for real hardware (its timings vary).
+    """
+
+    def __init__(self, inner: Measurer):
+        self.inner = inner
+        self.n_parallel = inner.n_parallel
+        self.memo: dict = {}
+        self.hits = 0
+
+    def measure_jobs(self, jobs):
+        from dcoc.search.space import Space
+
+        jobs = list(jobs)
+        keys = []
+        for task, c in jobs:
+            hw, sw = task.split(c)
+            keys.append((task.workload_key, hw, Space.key(sw)))
+        todo = [i for i, k in enumerate(keys) if k not in self.memo]
+        self.hits += len(jobs) - len(todo)
+        if todo:
+            for i, r in zip(todo, self.inner.measure_jobs([jobs[i] for i in todo])):
+                self.memo[keys[i]] = r
+        return [self.memo[k] for k in keys]
+
+    def measure(self, task, configs):
+        return self.measure_jobs([(task, c) for c in configs])
+
+    def close(self):
+        self.inner.close()
+
+
 def measure_option(measurer: Measurer | None = None, **kwargs) -> dict:
     """AutoTVM-style measure option: ``{"measurer": measurer}`` (default: VTASimMeasurer)."""
     return {"measurer": measurer if measurer is not None else VTASimMeasurer(**kwargs)}

@@ -1,0 +1,82 @@
+"""The hardware landscape of a model on a board: every feasible VTA config, evaluated with
+the default schedule heuristic (:func:`dcoc.vta.default_knobs`) for every layer.
+
+This is a reference for the co-design benchmarks (how good is the best hardware under
+default schedules, and where the preset sits), not a tuner: it costs one simulation per
+(layer, hardware) and does not count as trials of anyone.
+
+    python -m scripts.hw_landscape resnet18 --board pynq --json landscape.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+_LAYERS = None
+
+
+def _init(model):
+    global _LAYERS
+    from dcoc.codesign import vta_layers
+    from tvm_plugin.frontend import model_tasks
+
+    _LAYERS = vta_layers(model_tasks(model, "vta"))[0]
+
+
+def _eval(args):
+    hw_fields, board = args
+    from dcoc.errors import DcocError
+    from dcoc.search.vta_task import make_hw
+    from dcoc.vta import BOARDS, default_knobs, simulate
+
+    hw = make_hw(hw_fields, BOARDS[board])
+    total = 0.0
+    for layer in _LAYERS:
+        try:
+            r = simulate(layer.workload, hw, default_knobs(layer.workload, hw))
+        except DcocError:
+            return hw.name, None, hw.resources(dsp_budget=BOARDS[board].dsp)
+        if not r.valid:
+            return hw.name, None, hw.resources(dsp_budget=BOARDS[board].dsp)
+        total += layer.count * r.seconds
+    return hw.name, total, hw.resources(dsp_budget=BOARDS[board].dsp)
+
+
+def run(model="resnet18", board="pynq", jobs=None, cache=True) -> list[dict]:
+    from dcoc.search.vta_task import HW_KNOBS, hw_space
+
+    root = os.path.join(os.environ.get("DCOC_CACHE", os.path.expanduser("~/.cache/dcoc")), "landscape")
+    path = os.path.join(root, f"{model}_{board}.json")
+    if cache and os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    sp = hw_space(board)
+    cfgs = [c for c in sp if sp.is_valid(c)]
+    with ProcessPoolExecutor(jobs or os.cpu_count(), initializer=_init, initargs=(model,)) as ex:
+        res = list(ex.map(_eval, [(c, board) for c in cfgs], chunksize=4))
+    rows = [{"hw": n, "latency_ms": (t * 1e3 if t else None), **{k: v for k, v in c.items()}, "resources": r}
+            for (n, t, r), c in zip(res, cfgs)]
+    rows.sort(key=lambda r: r["latency_ms"] if r["latency_ms"] else 1e18)
+    os.makedirs(root, exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(rows, f)
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model", nargs="?", default="resnet18")
+    ap.add_argument("--board", default="pynq")
+    ap.add_argument("--top", type=int, default=15)
+    a = ap.parse_args(argv)
+    rows = run(a.model, a.board)
+    for r in rows[: a.top]:
+        print(f"{r['hw']:45s} {r['latency_ms']:9.3f} ms  {r['resources']}")
+    print(f"{len(rows)} feasible configs", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
