@@ -28,6 +28,7 @@ table (``progress=False`` silences both, a callable receives them instead of std
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -101,6 +102,24 @@ def _silence_metaschedule():
     old = lg.level
     lg.setLevel(logging.WARNING)
     return lg, old
+
+
+@contextlib.contextmanager
+def metaschedule_logging_guard():
+    """Work around TVM 0.27's ``create_loggers``: it crashes (``'NoneType' object has no
+    attribute 'format'``) when the ``tvm.s_tir.meta_schedule`` logger holds an unnamed
+    handler (e.g. pytest's log capture).  Unnamed handlers are detached for the call and
+    put back afterwards."""
+    lg = logging.getLogger("tvm.s_tir.meta_schedule")
+    anon = [h for h in lg.handlers if h.get_name() is None]
+    for h in anon:
+        lg.removeHandler(h)
+    try:
+        yield
+    finally:
+        for h in anon:
+            if h not in lg.handlers:
+                lg.addHandler(h)
 
 
 class _Progress:
@@ -244,8 +263,9 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
     cost_model = cost_model or default_cm
     lg, old_level = _silence_metaschedule()
     try:
-        ctxs, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
-            ms_tasks, work_dir, strategy=strategy, seed=seed)
+        with metaschedule_logging_guard():
+            ctxs, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+                ms_tasks, work_dir, strategy=strategy, seed=seed)
     finally:
         lg.setLevel(old_level)
     task_info = []

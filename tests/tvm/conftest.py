@@ -1,0 +1,98 @@
+"""Fixtures for the MetaSchedule integration tests (tvm_plugin.space/strategy/build/tune/rpc).
+
+Everything is real: real builds, real runs, real RPC servers on loopback.  Budgets are
+tiny (8-16 trials) and the models small (a 16->16 3x3 conv on 16x16), so the default
+suite stays within a few minutes on 2 cores; the first TuneContext of the session pays
+TVM's one-off ``tvm.s_tir.tensor_intrin`` import (~15 s).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+
+def conv_onnx(n=1, c=16, h=16, w=16, oc=16, k=3, stride=1, pad=1, relu=True, seed=0):
+    """A Conv(+bias)(+ReLU) ONNX model with deterministic weights; input ``x``."""
+    rng = np.random.default_rng(seed)
+    W = (rng.standard_normal((oc, c, k, k)) * 0.1).astype("float32")
+    B = (rng.standard_normal((oc,)) * 0.1).astype("float32")
+    out = "c" if relu else "y"
+    nodes = [helper.make_node("Conv", ["x", "W", "B"], [out], kernel_shape=[k, k],
+                              strides=[stride] * 2, pads=[pad] * 4)]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    g = helper.make_graph(
+        nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, c, h, w])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, oc, oh, ow])],
+        initializer=[numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.fixture(scope="session")
+def llvm():
+    from tvm_plugin.frontend import resolve_target
+
+    return resolve_target("llvm")
+
+
+@pytest.fixture(scope="session")
+def conv_model():
+    from tvm_plugin.frontend import load
+
+    return load(conv_onnx(), name="conv16")
+
+
+@pytest.fixture(scope="session")
+def conv_task(conv_model, llvm):
+    """The conv model's one MetaSchedule task (a dcoc.tasks.Task with ms_task)."""
+    tl = conv_model.tasks(llvm)
+    assert len(tl) == 1
+    return tl[0]
+
+
+@pytest.fixture(scope="session")
+def builder():
+    from tvm_plugin.build import close_builder, make_builder
+
+    b = make_builder("persistent", max_workers=2)
+    yield b
+    close_builder(b)
+
+
+@pytest.fixture(scope="session")
+def runner():
+    from tvm_plugin.build import make_runner
+
+    return make_runner("local")
+
+
+def tune_context(task, strategy, seed=0):
+    """A TuneContext for one frontend Task, driven by ``strategy`` (not cloned)."""
+    from tvm_plugin.space import make_tune_context
+
+    et = task.ms_task
+    return make_tune_context(et.dispatched[0], et.target, et.task_name, strategy=strategy,
+                             num_threads=2, seed=seed)
+
+
+def relu_onnx(shape=(1, 8, 8, 8)):
+    """A single ReLU: its MetaSchedule task has a tiny knob space (unroll choices only)."""
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def count_records(db, mod) -> int:
+    """Records of ``mod``'s workload in a MetaSchedule database."""
+    if not db.has_workload(mod):
+        return 0
+    wl = db.commit_workload(mod)
+    return sum(1 for r in db.get_all_tuning_records() if r.workload.same_as(wl))

@@ -1,0 +1,137 @@
+"""TunerStrategy / DCOCSearchStrategy inside MetaSchedule: contract, database, resume."""
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import pytest
+
+from tests.tvm.conftest import count_records, relu_onnx, tune_context
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _recording_cls():
+    """TunerStrategy that logs what every generate_measure_candidates call returned."""
+    from tvm.ir.utils import derived_object
+
+    from tvm_plugin.strategy import _TunerStrategy
+
+    class _Recording(_TunerStrategy):
+        def generate_measure_candidates(self):
+            out = super().generate_measure_candidates()
+            self.state.setdefault("returns", []).append(None if out is None else len(out))
+            return out
+
+    return derived_object(_Recording)
+
+
+def _tune(ctx, work_dir, builder, runner, trials, per_iter):
+    from tvm.s_tir import meta_schedule as ms
+
+    db = ms.database.JSONDatabase(work_dir=str(work_dir))
+    ms.tune_tasks(tasks=[ctx], task_weights=[1.0], work_dir=str(work_dir),
+                  max_trials_global=trials, num_trials_per_iter=per_iter, builder=builder,
+                  runner=runner, database=db, cost_model="random")
+    return db
+
+
+def test_contract_ga_through_tune_tasks(conv_task, builder, runner, tmp_path):
+    """Batches <= num_trials_per_iter, never [], None at the end, max_trials respected,
+    every measured candidate in the database (through the measure callbacks)."""
+    strat = _recording_cls()(tuner="ga", seed=0)
+    ctx = tune_context(conv_task, strat)
+    db = _tune(ctx, tmp_path, builder, runner, trials=20, per_iter=8)
+    ret = strat.state["returns"]
+    assert 0 not in ret  # never an empty list
+    sizes = [r for r in ret if r is not None]
+    assert all(r <= 8 for r in sizes) and sum(sizes) == 20
+    assert None not in ret[:-1]  # None only ends the task (the scheduler may stop first)
+    summary = strat.results[str(ctx.task_name)]
+    assert summary["trials"] == 20 and summary["done"]
+    assert math.isfinite(summary["best_cost"]) and summary["best_config"]
+    assert count_records(db, ctx.mod) == 20
+    best = db.get_top_k(db.commit_workload(ctx.mod), 1)[0]
+    best_db = sum(float(x) for x in best.run_secs) / len(best.run_secs)
+    assert best_db == pytest.approx(summary["best_cost"], rel=1e-6)
+
+
+def test_exhausted_tuner_returns_none_not_empty(llvm, builder, runner, tmp_path):
+    from tvm_plugin.frontend import load
+
+    task = load(relu_onnx(), name="relu").tasks(llvm)[0]
+    strat = _recording_cls()(tuner="random", seed=0)
+    ctx = tune_context(task, strat)
+    db = _tune(ctx, tmp_path, builder, runner, trials=50, per_iter=16)
+    ret = strat.state["returns"]
+    summary = strat.results[str(ctx.task_name)]
+    assert ret[-1] is None and 0 not in ret
+    assert summary["space_size"] < 50 and summary["trials"] == sum(ret[:-1]) <= summary["space_size"]
+    assert count_records(db, ctx.mod) == summary["trials"]
+
+
+def test_invalid_configs_go_back_unbuilt(conv_task, builder, runner, tmp_path):
+    from dcoc.search.measure import MeasureErrorNo
+    from dcoc.tuners.random_tuner import RandomTuner
+
+    seen = []
+
+    class Mixed(RandomTuner):
+        name = "mixed"
+
+        def next_batch(self, batch_size):
+            out = super().next_batch(batch_size)
+            if self.trials == 0 and out:  # first batch: one config no design space has
+                out[0] = dict(out[0], design_space=99)
+            return out
+
+        def update(self, inputs, results):
+            seen.extend((dict(i.config), r) for i, r in zip(inputs, results))
+
+    strat = _recording_cls()(tuner=Mixed, seed=0)
+    ctx = tune_context(conv_task, strat)
+    db = _tune(ctx, tmp_path, builder, runner, trials=8, per_iter=8)
+    bad = [r for c, r in seen if c.get("design_space") == 99]
+    assert len(bad) == 1 and bad[0].error_no == MeasureErrorNo.INSTANTIATION_ERROR
+    # it came back first, before any measured result, and was never built or run
+    assert seen[0][0].get("design_space") == 99
+    summary = strat.results[str(ctx.task_name)]
+    assert summary["invalid"] == 1 and summary["trials"] == 8
+    assert count_records(db, ctx.mod) == 8
+
+
+@pytest.mark.skipif(importlib.util.find_spec("dcoc.tuners.dcoc_tuner") is None,
+                    reason="the dcoc tuner is not available")
+def test_dcoc_strategy_tune_relax_and_resume(conv_model, llvm, builder, runner, tmp_path):
+    """The documented drop-in: tune_relax(..., strategy=DCOCSearchStrategy(...)); rerun with
+    the same work_dir measures nothing again; the tuned PrimFunc is applied at compile."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tvm_plugin.build import compile_model
+    from tvm_plugin.strategy import DCOCSearchStrategy
+    from tvm_plugin.tune import metaschedule_logging_guard
+
+    fused = conv_model.fused(llvm)
+    strat = DCOCSearchStrategy(seed=0)
+    with metaschedule_logging_guard():  # TVM 0.27 logger set-up vs pytest's log capture
+        db = ms.relax_integration.tune_relax(fused, {}, llvm.tvm, str(tmp_path), 16,
+                                             num_trials_per_iter=8, builder=builder,
+                                             runner=runner, strategy=strat, cost_model="random",
+                                             seed=0)
+    (name, summary), = strat.results.items()
+    assert summary["tuner"] == "dcoc" and summary["trials"] == 16
+    n = len(db.get_all_tuning_records())
+    assert n == 16
+    ex, report = compile_model(db, conv_model.mod, llvm.tvm)
+    assert len(report["tuned"]) == 1
+
+    again = DCOCSearchStrategy(seed=0)
+    with metaschedule_logging_guard():
+        db2 = ms.relax_integration.tune_relax(fused, {}, llvm.tvm, str(tmp_path), 16,
+                                              num_trials_per_iter=8, builder=builder,
+                                              runner=runner, strategy=again,
+                                              cost_model="random", seed=0)
+    s2 = again.results[name]
+    assert s2["trials"] == 0 and s2["recorded"] == 16
+    assert len(db2.get_all_tuning_records()) == 16
+    assert s2["best_cost"] == pytest.approx(summary["best_cost"], rel=1e-9)
