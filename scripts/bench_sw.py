@@ -60,10 +60,26 @@ def _run_one(args):
     t0 = time.perf_counter()
     t.tune(budget, m)
     wall = time.perf_counter() - t0
-    best = [c for _, c, _ in t.best_curve()]
+    curve = t.best_curve()
     return {"layer": layer, "tuner": tuner, "seed": seed, "budget": budget, "opt": opt,
-            "space": len(table), "valid": len(valid), "curve": best, "wall": wall,
-            "trials": t.trials}
+            "space": len(table), "valid": len(valid), "curve": [c for _, c, _ in curve],
+            "tuner_wall": [round(w, 4) for _, _, w in curve], "wall": wall, "trials": t.trials}
+
+
+def sim_seconds(layer: str, hw_name: str, n: int = 40, seed: int = 0) -> float:
+    """Mean wall seconds of one timing simulation of random valid schedules of a layer."""
+    import random
+
+    wl, hw, table = _table(layer, hw_name)
+    from dcoc.vta import simulate
+
+    keys = [k for k, v in table.items() if v is not None]
+    rng = random.Random(seed)
+    picks = [dict(rng.choice(keys)) for _ in range(n)]
+    t0 = time.perf_counter()
+    for k in picks:
+        simulate(wl, hw, k)
+    return (time.perf_counter() - t0) / n
 
 
 def trials_to(curve, target):
@@ -135,8 +151,10 @@ def run(layers=None, tuners=None, seeds=(0, 1, 2, 3, 4), budget: int = 1000, hw:
                 print(f"[{i + 1}/{len(work)}] {r['layer']} {r['tuner']} s{r['seed']}: "
                       f"best {r['opt'] / r['curve'][-1]:.3f} of optimum after {r['trials']} trials "
                       f"({r['wall']:.1f} s)", file=sys.stderr)
+    sims = {l: sim_seconds(l, hw) for l in layers}
     return {"runs": runs, "summary": summarize(runs), "thirty_x": thirty_x(runs),
-            "wall": time.perf_counter() - t0, "hw": hw, "budget": budget, "seeds": list(seeds)}
+            "wall": time.perf_counter() - t0, "hw": hw, "budget": budget, "seeds": list(seeds),
+            "sim_seconds": sims}
 
 
 def render(res: dict) -> str:
