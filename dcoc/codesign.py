@@ -333,6 +333,7 @@ class CoDesignConfig:
     new_hw_shortlist: int = 3       # unopened configs scored in detail per round
     open_margin: float = 0.01       # open a config only if predicted >= 1% faster (LCB)
     new_shape_bonus: float = 0.03   # optimism for a GEMM core shape never measured
+    cluster_after: int = 64         # agents="clustered": measurements before the knobs are clustered
     mappo: object = None            # MAPPOConfig (default: MAPPOConfig())
     confidence: object = None       # ConfidenceConfig (default: explore_frac 0.125)
 
@@ -356,7 +357,7 @@ class DCOCCoDesign:
 
     def __init__(self, session: Session, board, seed: int, agents: str = "dcoc",
                  config: CoDesignConfig | None = None, hw_ranges: dict | None = None):
-        from dcoc.agents import MAPPO, MAPPOConfig, make_groups
+        from dcoc.agents import MAPPOConfig, make_groups
         from dcoc.costmodel import XGBCostModel
         from dcoc.sampling import ConfidenceConfig
         from dcoc.search.space import Knob
@@ -385,12 +386,13 @@ class DCOCCoDesign:
         # one joint space only to name the knobs for the agent split
         joint = Space([Knob(k.name, k.choices, "hw") for k in self.hs.knobs] +
                       [Knob(n, (0,), "tile" if n.startswith("tile") else "thread") for n in _SLOTS])
-        pts, ys = None, None
+        self.joint = joint
         self.agent_mode = agents
-        self.groups, self.names = make_groups(joint, agents, pts, ys)
+        self._clustered = False
         self.context_dim = 18
-        self.agents = MAPPO(self.groups, len(joint.knobs), self.context_dim, self.mcfg,
-                            seed=child_seed(seed, "codesign", "agents"), names=self.names)
+        # "clustered" starts with the fixed split and re-forms the agents once
+        # cluster_after measurements exist (see _maybe_cluster)
+        self._build_agents(make_groups(joint, "dcoc" if agents == "clustered" else agents))
         self.models = {k: XGBCostModel(loss="reg", n_models=self.cfg.n_models,
                                        seed=child_seed(seed, "codesign", "model", k),
                                        num_boost_round=self.cfg.boost_rounds, early_stopping_rounds=None)
@@ -633,10 +635,38 @@ class DCOCCoDesign:
             out_li.append(int(li))
         return np.array(starts, dtype=np.int64), np.array(out_li)
 
+    def _build_agents(self, groups_names):
+        from dcoc.agents import MAPPO
+
+        self.groups, self.names = groups_names
+        self.agents = MAPPO(self.groups, len(self.joint.knobs), self.context_dim, self.mcfg,
+                            seed=child_seed(self.seed, "codesign", "agents", len(self.groups)),
+                            names=self.names)
+
+    def _maybe_cluster(self):
+        """``agents="clustered"``: group the joint knobs by correlation on the measurements.
+
+        The points are the joint positions (hardware, layer schedule) of every valid
+        measurement, the score its efficiency (compute-bound time / measured time);
+        :func:`dcoc.agents.clustering.make_groups` does the rest (docs/method.md §2).
+        """
+        from dcoc.agents import make_groups
+
+        if self.agent_mode != "clustered" or self._clustered or len(self.s.measured) < self.cfg.cluster_after:
+            return
+        pts, ys = [], []
+        for (hname, li, key), cost in self.s.measured.items():
+            hw = self.s.hw[hname]
+            pts.append(self.hw_pos(hw) + self.sw_pos(li, dict(key)))
+            ys.append(self.s.layers[li].ideal_seconds(hw) / cost if math.isfinite(cost) and cost > 0 else 0.0)
+        self._build_agents(make_groups(self.joint, "clustered", np.array(pts), np.array(ys)))
+        self._clustered = True
+
     def round(self):
         from dcoc.sampling import confidence_select
 
         self.refit()
+        self._maybe_cluster()
         s = self.s
         L = s.layers
         nh = len(HW_KNOBS)

@@ -103,11 +103,29 @@ def cluster_knobs(points, y, max_agents: int = 4) -> list[list[int]] | None:
 
 
 def make_groups(space, mode: str = "dcoc", points=None, y=None) -> tuple[list[list[int]], list[str]]:
-    """Agent groups for a space.  ``clustered`` needs warm-up ``points``/``y``."""
+    """Agent groups for a space.  ``clustered`` needs warm-up ``points``/``y``.
+
+    Knobs that never varied in the warm-up data carry no correlation information: they
+    are clustered out and then join the cluster holding most knobs of their fixed-split
+    agent (hardware / mapping / scheduling), or the largest cluster.
+    """
     if mode != "clustered":
         return fixed_groups(space, mode)
-    groups = cluster_knobs(points, y) if points is not None and len(points) else None
-    if groups is None:
+    if points is None or not len(points):
         return fixed_groups(space, "dcoc")
+    points = np.asarray(points)
+    varying = [i for i in range(points.shape[1]) if np.ptp(points[:, i]) > 0]
+    const = [i for i in range(points.shape[1]) if i not in varying]
+    sub = cluster_knobs(points[:, varying], y) if len(varying) >= 3 else None
+    if sub is None:
+        return fixed_groups(space, "dcoc")
+    groups = [[varying[j] for j in g] for g in sub]
+    fixed, _ = fixed_groups(space, "dcoc")
+    for i in const:
+        home = next(g for g in fixed if i in g)
+        overlap = [len(set(g) & set(home)) for g in groups]
+        target = int(np.argmax(overlap)) if max(overlap) > 0 else int(np.argmax([len(g) for g in groups]))
+        groups[target].append(i)
+    groups = sorted((sorted(g) for g in groups), key=lambda g: g[0])
     names = ["+".join(space.knobs[i].name for i in g) for g in groups]
     return groups, names

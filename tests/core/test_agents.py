@@ -83,3 +83,17 @@ def test_mappo_never_steps_into_invalid_configs():
                        lambda pts, w: pts.sum(axis=1) / 16.0, valid)
     assert all(valid(tuple(p)) for p in r.points)
     assert len(r.walkers) == len(r.points)
+
+
+def test_clustering_attaches_constant_knobs_to_their_fixed_agent():
+    rng = np.random.default_rng(2)
+    n = 300
+    pts = rng.integers(0, 8, size=(n, 5))
+    pts[:, 4] = 3  # never varied in the warm-up
+    y = np.exp(-np.abs(pts[:, 0] - pts[:, 1]) - np.abs(pts[:, 2] + pts[:, 3] - 7))
+    s = Space([Knob("k0", tuple(range(8)), "tile"), Knob("k1", tuple(range(8)), "tile"),
+               Knob("k2", tuple(range(8)), "thread"), Knob("k3", tuple(range(8)), "thread"),
+               Knob("k4", tuple(range(8)), "thread")])
+    groups, names = make_groups(s, "clustered", pts, y)
+    assert sorted(map(sorted, groups)) == [[0, 1], [2, 3, 4]]
+    assert sorted(i for g in groups for i in g) == [0, 1, 2, 3, 4]
