@@ -1,6 +1,7 @@
 """Results of tuning: one task (:class:`TaskResult`) or a whole model (:class:`TuneResult`)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -109,10 +110,7 @@ class TuneResult:
         return self._runner(inputs)
 
     def to_json(self) -> dict:
-        hw = None
-        if self.hardware is not None:
-            hw = dict(self.hardware.to_dict()) if hasattr(self.hardware, "to_dict") else dict(vars(self.hardware))
-            hw["name"] = self.hardware.name
+        hw = _hw_dict(self.hardware) if self.hardware is not None else None
         return {
             "model": self.model,
             "target": self.target,
@@ -143,6 +141,18 @@ class TuneResult:
             json.dump(self.to_json(), f, indent=2, default=_json_default)
             f.write("\n")
         return path
+
+
+def _hw_dict(hw) -> dict:
+    """The HWConfig fields (its constructor arguments) plus ``name``: nothing derived or private."""
+    if hasattr(hw, "to_dict"):
+        d = dict(hw.to_dict())
+    elif dataclasses.is_dataclass(hw):
+        d = {f.name: getattr(hw, f.name) for f in dataclasses.fields(hw) if f.init}
+    else:
+        d = {k: v for k, v in vars(hw).items() if not k.startswith("_")}
+    d["name"] = hw.name
+    return d
 
 
 def _json_default(o):
