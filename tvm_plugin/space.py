@@ -446,11 +446,14 @@ def target_kind(target) -> str:
 
 
 def make_tune_context(mod, target, task_name: str = "task", strategy=None,
-                      num_threads: int | None = None, seed: int | None = None):
+                      num_threads: int | None = None, seed: int | None = None, logger=None):
     """A TuneContext with MetaSchedule's default space generator for ``target``."""
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
+    from tvm_plugin.build import preload_tensor_intrin
+
+    preload_tensor_intrin()
     if not isinstance(target, tvm.target.Target):
         target = tvm.target.Target(target)
     if not isinstance(mod, tvm.IRModule):
@@ -458,6 +461,8 @@ def make_tune_context(mod, target, task_name: str = "task", strategy=None,
     kw = {}
     if strategy is not None:
         kw["search_strategy"] = strategy
+    if logger is not None:
+        kw["logger"] = logger
     return ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply",
                           task_name=task_name, num_threads=num_threads or "physical",
                           rand_state=seed if seed is not None else -1, **kw)

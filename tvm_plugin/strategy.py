@@ -73,6 +73,11 @@ from tvm.ir.utils import derived_object  # noqa: E402 - tvm_plugin is the tvm si
 from tvm.s_tir.meta_schedule.arg_info import ArgInfo
 from tvm.s_tir.meta_schedule.search_strategy import MeasureCandidate, PySearchStrategy
 
+from tvm_plugin.build import preload_tensor_intrin
+
+# every TuneContext imports tvm.s_tir.tensor_intrin; do it the fast way first
+preload_tensor_intrin()
+
 #: run seconds at or above this are MetaSchedule's failure marker (it stores 1e10)
 _FAIL_SECS = 1e9
 
@@ -151,8 +156,11 @@ class _TunerStrategy(PySearchStrategy):
         self.tspace = TraceSpace.from_context(self.context, list(design_spaces),
                                               seed=self.task_seed)
         self.task = self.tspace.tuning_task()
-        self.tuner = dcoc.tuners.create(self.tuner_name, self.task, seed=self.task_seed,
-                                        **self.tuner_kwargs)
+        if not self.tspace.space.knobs:  # nothing to decide: one schedule, measured once
+            self.tuner = dcoc.tuners.create("grid", self.task, seed=self.task_seed)
+        else:
+            self.tuner = dcoc.tuners.create(self.tuner_name, self.task, seed=self.task_seed,
+                                            **self.tuner_kwargs)
         self.max_trials = int(max_trials)
         self.per_iter = max(1, int(num_trials_per_iter))
         self.by_key: dict = {}    # config key -> MeasureResult (measured, recorded or invalid)

@@ -201,7 +201,7 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
                work_dir: str | None = None, runner: Any = "local",
                input_shapes: Mapping[str, Sequence[int]] | None = None, *,
                agents: str = "dcoc", trials_per_task: int | None = None,
-               num_trials_per_iter: int = 16, builder: Any = "persistent",
+               num_trials_per_iter: int | None = None, builder: Any = "persistent",
                strategy: Any = None, cost_model: Any = None, tuner_kwargs: Mapping | None = None,
                task_scheduler: str = "gradient", population: int = 128,
                measure: bool = True, baseline: bool = True, progress: Any = True,
@@ -225,7 +225,9 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
     input_shapes: ``{input: shape}`` for models with dynamic input dimensions.
     agents: DCOC's knob-to-agent split (tuner ``"dcoc"``).
     trials_per_task: cap per task (default: ``trials``).
-    num_trials_per_iter: candidates per measured batch.
+    num_trials_per_iter: candidates per measured batch (default: 16, lowered to
+        ``trials // (2 x tasks)`` (at least 2) so that the task scheduler's first round,
+        which gives every task one batch, cannot spend the whole budget on the first tasks).
     builder: ``"persistent"`` (default) / ``"local"`` / a Builder.
     strategy, cost_model: override the MetaSchedule strategy object / cost model.
     measure: measure the tuned model's latency; baseline: also compile + measure untuned.
@@ -236,7 +238,9 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
     from tvm_plugin import frontend as F
     from tvm_plugin.build import (close_builder, compile_model, make_builder,
                                   make_model_runner, make_runner, measure_latency,
-                                  random_inputs)
+                                  preload_tensor_intrin, random_inputs)
+
+    preload_tensor_intrin()
 
     t_start = time.perf_counter()
     spec = F.resolve_target(target)
@@ -281,6 +285,8 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
     for info, w in zip(task_info, weights):
         info["weight"] = float(w)
 
+    if num_trials_per_iter is None:
+        num_trials_per_iter = max(2, min(16, int(trials) // (2 * len(ctxs))))
     db = ms.database.JSONDatabase(work_dir=work_dir)
     b = make_builder(builder)
     r = make_runner(runner, timeout_sec=timeout_sec)

@@ -1,0 +1,303 @@
+"""MetaSchedule benchmark: DCOC strategy vs EvolutionarySearch vs ReplayTrace on llvm.
+
+Workloads (real tasks from the zoo, through :mod:`tvm_plugin.frontend`):
+
+* ``conv3x3``: ResNet-18 ``conv2d_56x56_64x64_k3s1`` (fused with the folded BatchNorm + ReLU);
+* ``conv1x1``: ResNet-18's downsample ``conv2d_56x56_64x128_k1s2``;
+* ``matmul``: the transformer's FFN output projection ``dense_m128_n256_k1024``;
+* ``model``: a small ResNet-style CNN (1x3x32x32; conv-BN-ReLU stem, one basic block, a
+  stride-2 conv, GAP, FC; deterministic weights), tuned end to end with
+  :func:`tvm_plugin.tune.tune_model`, compiled, measured, and compared with ONNX Runtime
+  on the same machine.
+
+Every strategy gets the same budget (``--budgets``), the same builder (one
+:class:`~tvm_plugin.build.PersistentBuilder` for the whole run) and the same runner
+(``LocalRunner``, ``number=3, repeat=1, min_repeat_ms=10``), ``num_trials_per_iter=16``.
+``dcoc`` = :class:`~tvm_plugin.strategy.DCOCSearchStrategy` (MetaSchedule cost model
+``"random"``, i.e. unused); ``evolutionary`` = ``EvolutionarySearch(population_size=P)``
+with MetaSchedule's XGBoost cost model (``P`` = 512, MetaSchedule's default; 128 in
+``--quick``); ``replay-trace`` = ``ReplayTrace`` (random decisions, no model).
+
+Reported per run: the best schedule's latency (the best tuning record re-measured after
+tuning with ``time_evaluator``, median of 5 x >= 50 ms, so the tuning-time noise of the
+minimum does not favour anyone), the best latency seen during tuning, and the tuning wall
+time.  Ratios vs EvolutionarySearch are per (workload, budget, seed), measured in one run,
+then aggregated as a geometric mean over seeds (< 1 = DCOC faster kernels / less time).
+
+    python -m scripts.bench_metaschedule --budgets 64 256 --seeds 0 1 2
+    python -m scripts.bench_metaschedule --quick          # a few minutes
+
+``run(...)`` returns the rows (one dict per run) and can write them as JSON lines
+(``--out``) as they finish, so a long run can be inspected (and is not lost) midway.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+WORKLOADS = {
+    "conv3x3": ("resnet18", "conv2d_56x56_64x64_k3s1"),
+    "conv1x1": ("resnet18", "conv2d_56x56_64x128_k1s2"),
+    "matmul": ("transformer", "dense_m128_n256_k1024"),
+}
+STRATEGIES = ("dcoc", "evolutionary", "replay-trace")
+
+
+def small_cnn():
+    """The benchmark's whole model: a small ResNet-style CNN (ONNX ModelProto)."""
+    from dcoc_models._netbuilder import NetBuilder
+
+    nb = NetBuilder("small_cnn", seed=7)
+    x = nb.input("input", (1, 3, 32, 32))
+    x = nb.relu(nb.bn(nb.conv(x, 16, 3, name="stem"), name="stem_bn"), name="stem_relu")
+    y = nb.relu(nb.bn(nb.conv(x, 16, 3, name="b1c1"), name="b1bn1"), name="b1r1")
+    y = nb.bn(nb.conv(y, 16, 3, name="b1c2"), name="b1bn2")
+    x = nb.relu(nb.add(y, x, name="b1add"), name="b1r2")
+    x = nb.relu(nb.bn(nb.conv(x, 32, 3, stride=2, name="down"), name="down_bn"), name="down_r")
+    x = nb.flatten(nb.global_avgpool(x, name="gap"), name="flat")
+    nb.output(nb.gemm(x, 10, name="fc"))
+    return nb.model()
+
+
+def _task(model: str, name: str, target):
+    from tvm_plugin.frontend import model_tasks
+
+    tl = model_tasks(model, target, weights=False)
+    return tl.by_name(name)
+
+
+def _strategy(name: str, seed: int, population: int):
+    from tvm_plugin.tune import make_strategy
+
+    return make_strategy(name, seed=seed, population=population)
+
+
+def _remeasure(db, mod, target) -> float:
+    """Re-measure the best record of ``mod`` in ``db``: median ms (nan if none)."""
+    import numpy as np
+    import tvm
+    from tvm.s_tir import Schedule
+
+    if not db.has_workload(mod):
+        return math.nan
+    top = db.get_top_k(db.commit_workload(mod), 1)
+    if not len(top):
+        return math.nan
+    rec = top[0]
+    sch = Schedule(mod)
+    rec.trace.apply_to_schedule(sch, remove_postproc=False)
+    lib = tvm.compile(sch.mod, target=target)
+    dev = tvm.device("cpu" if target.kind.name == "llvm" else target.kind.name, 0)
+    args = []
+    for info in rec.args_info:
+        shape = [int(s) for s in info.shape]
+        dt = str(info.dtype)
+        a = np.random.default_rng(0).standard_normal(shape).astype(dt) if "float" in dt \
+            else np.zeros(shape, dt)
+        args.append(tvm.runtime.tensor(a, dev))
+    rt = lib.jit() if hasattr(lib, "jit") else lib
+    f = rt.time_evaluator("main", dev, number=1, repeat=5, min_repeat_ms=50)
+    return float(np.median([float(x) for x in f(*args).results])) * 1e3
+
+
+def _tune_task(task, strategy, cost_model, budget, seed, builder, runner, work_dir,
+               per_iter) -> dict:
+    from tvm.s_tir import meta_schedule as ms
+
+    from tvm_plugin.space import make_tune_context
+    from tvm_plugin.tune import _silence_metaschedule, metaschedule_logging_guard
+
+    et = task.ms_task
+    os.makedirs(work_dir, exist_ok=True)
+    lg, old = _silence_metaschedule()
+    try:
+        with metaschedule_logging_guard():
+            from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
+
+            logger = get_loggers_from_work_dir(work_dir, [et.task_name])[0]
+        ctx = make_tune_context(et.dispatched[0], et.target, et.task_name, strategy=strategy,
+                                seed=seed, logger=logger)
+        db = ms.database.MemoryDatabase()
+        t0 = time.perf_counter()
+        ms.tune_tasks(tasks=[ctx], task_weights=[1.0], work_dir=work_dir,
+                      max_trials_global=budget, num_trials_per_iter=per_iter, builder=builder,
+                      runner=runner, database=db, cost_model=cost_model)
+        wall = time.perf_counter() - t0
+    finally:
+        lg.setLevel(old)
+    recs = [r for r in db.get_all_tuning_records()]
+    secs = [sum(float(x) for x in r.run_secs) / len(r.run_secs) for r in recs if r.run_secs]
+    valid = [s for s in secs if s < 1e9]
+    return {"trials": len(recs), "valid": len(valid),
+            "best_tuning_ms": min(valid) * 1e3 if valid else math.nan,
+            "best_ms": _remeasure(db, ctx.mod, et.target), "tune_s": wall}
+
+
+def _ort_latency(model_proto, inputs: dict, threads: int) -> float:
+    import numpy as np
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    s = ort.InferenceSession(model_proto.SerializeToString(), so,
+                             providers=["CPUExecutionProvider"])
+    for _ in range(5):
+        s.run(None, inputs)
+    ts = []
+    for _ in range(7):
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < 0.1:
+            s.run(None, inputs)
+            n += 1
+        ts.append((time.perf_counter() - t0) / n)
+    return float(np.median(ts)) * 1e3
+
+
+def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "matmul", "model"),
+        strategies=STRATEGIES, quick: bool = False, population: int | None = None,
+        per_iter: int = 16, work_root: str | None = None, out: str | None = None,
+        log=print) -> list[dict]:
+    """Run the benchmark; returns one row per (workload, budget, seed, strategy) plus the
+    ONNX Runtime row of the model.  ``quick``: budget 16, seed 0, population 128."""
+    from tvm_plugin.build import close_builder, make_builder, make_runner
+    from tvm_plugin.frontend import resolve_target
+    from tvm_plugin.tune import tune_model
+
+    if quick:
+        budgets, seeds = (16,), (0,)
+        population = population or 128
+    population = population or 512
+    target = resolve_target("llvm")
+    root = work_root or tempfile.mkdtemp(prefix="dcoc-bench-ms-")
+    builder = make_builder("persistent")
+    runner = make_runner("local")
+    rows: list[dict] = []
+    sink = open(out, "a", encoding="utf-8") if out else None
+
+    def emit(row):
+        rows.append(row)
+        if sink:
+            sink.write(json.dumps(row) + "\n")
+            sink.flush()
+        log(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                     for k, v in row.items()))
+
+    try:
+        tasks = {w: _task(*WORKLOADS[w], target) for w in workloads if w in WORKLOADS}
+        for w, task in tasks.items():
+            for budget in budgets:
+                for seed in seeds:
+                    for s in strategies:
+                        strat, cm = _strategy(s, seed, population)
+                        wd = os.path.join(root, f"{w}_{budget}_{seed}_{s}")
+                        r = _tune_task(task, strat, cm, budget, seed, builder, runner, wd,
+                                       per_iter)
+                        emit({"workload": w, "task": task.name, "budget": budget, "seed": seed,
+                              "strategy": s, **r})
+                        shutil.rmtree(wd, ignore_errors=True)
+        if "model" in workloads:
+            from tvm_plugin.build import random_inputs
+            from tvm_plugin.frontend import load
+
+            proto = small_cnn()
+            m = load(proto, name="small_cnn")
+            inputs = random_inputs(m.input_shapes, m.input_dtypes, seed=0)
+            for budget in budgets:
+                for seed in seeds:
+                    for s in strategies:
+                        wd = os.path.join(root, f"model_{budget}_{seed}_{s}")
+                        strat, cm = _strategy(s, seed, population)
+                        res = tune_model(m, target, trials=budget, tuner=s, seed=seed,
+                                         work_dir=wd, builder=builder, strategy=strat,
+                                         cost_model=cm, progress=False, baseline=(s == strategies[0]))
+                        row = {"workload": "model", "task": "small_cnn", "budget": budget,
+                               "seed": seed, "strategy": s, "trials": res.extra["new_trials"],
+                               "best_ms": res.latency_ms, "tune_s": res.extra["tuning_seconds"]}
+                        if s == strategies[0]:
+                            row["untuned_ms"] = res.baseline_latency_ms
+                        emit(row)
+                        shutil.rmtree(wd, ignore_errors=True)
+            threads = int(target.tvm.attrs.get("num-cores", 1))
+            emit({"workload": "model", "task": "small_cnn", "strategy": "onnxruntime",
+                  "best_ms": _ort_latency(proto, inputs, threads), "threads": threads})
+    finally:
+        close_builder(builder)
+        if sink:
+            sink.close()
+        if not work_root:
+            shutil.rmtree(root, ignore_errors=True)
+    return rows
+
+
+def _gmean(xs):
+    xs = [x for x in xs if x and math.isfinite(x) and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
+
+
+def summarize(rows: list[dict], ref: str = "evolutionary") -> str:
+    """Markdown table: per (workload, budget, strategy) medians over seeds, and the
+    per-seed ratios vs ``ref`` (geometric mean)."""
+    by = {}
+    for r in rows:
+        if r.get("strategy") == "onnxruntime":
+            continue
+        by.setdefault((r["workload"], r["budget"]), {}).setdefault(r["strategy"], []).append(r)
+    lines = ["| workload | budget | strategy | best ms (median) | tuning s (median) | "
+             f"latency / {ref} | time / {ref} |", "|---|---|---|---|---|---|---|"]
+    for (w, b), per in by.items():
+        refs = {r["seed"]: r for r in per.get(ref, [])}
+        for s, rs in per.items():
+            lat = statistics.median([r["best_ms"] for r in rs])
+            ts = statistics.median([r["tune_s"] for r in rs])
+            lr = _gmean([r["best_ms"] / refs[r["seed"]]["best_ms"] for r in rs if r["seed"] in refs])
+            tr = _gmean([r["tune_s"] / refs[r["seed"]]["tune_s"] for r in rs if r["seed"] in refs])
+            lines.append(f"| {w} | {b} | {s} | {lat:.4f} | {ts:.1f} | {lr:.3f} | {tr:.3f} |")
+    ort = [r for r in rows if r.get("strategy") == "onnxruntime"]
+    if ort:
+        lines.append("")
+        o = ort[0]["best_ms"]
+        lines.append(f"ONNX Runtime (CPU EP, {ort[0].get('threads')} threads): {o:.4f} ms")
+        for (w, b), per in by.items():
+            if w != "model":
+                continue
+            for s, rs in per.items():
+                lat = statistics.median([r["best_ms"] for r in rs])
+                lines.append(f"model tuned with {s} at budget {b}: {lat:.4f} ms = "
+                             f"{lat / o:.2f}x ONNX Runtime")
+            unt = [r["untuned_ms"] for rs in per.values() for r in rs if "untuned_ms" in r]
+            if unt:
+                lines.append(f"model untuned (same pipeline, no schedules): "
+                             f"{statistics.median(unt):.3f} ms")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m scripts.bench_metaschedule",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--budgets", type=int, nargs="+", default=[64, 256])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS) + ["model"],
+                    choices=list(WORKLOADS) + ["model"])
+    ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=list(STRATEGIES))
+    ap.add_argument("--population", type=int, default=None,
+                    help="EvolutionarySearch population (default 512; 128 with --quick)")
+    ap.add_argument("--quick", action="store_true", help="budget 16, seed 0 (a few minutes)")
+    ap.add_argument("--out", default=None, help="append rows as JSON lines to this file")
+    ap.add_argument("--work-dir", default=None, help="keep work directories here")
+    args = ap.parse_args(argv)
+    rows = run(args.budgets, args.seeds, tuple(args.workloads), tuple(args.strategies),
+               quick=args.quick, population=args.population, out=args.out,
+               work_root=args.work_dir, log=lambda s: print(s, file=sys.stderr, flush=True))
+    print(summarize(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
