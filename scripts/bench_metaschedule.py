@@ -191,42 +191,43 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
 
     try:
         tasks = {w: _task(*WORKLOADS[w], target) for w in workloads if w in WORKLOADS}
-        for w, task in tasks.items():
-            for budget in budgets:
-                for seed in seeds:
-                    for s in strategies:
-                        strat, cm = _strategy(s, seed, population)
-                        wd = os.path.join(root, f"{w}_{budget}_{seed}_{s}")
-                        r = _tune_task(task, strat, cm, budget, seed, builder, runner, wd,
-                                       per_iter)
-                        emit({"workload": w, "task": task.name, "budget": budget, "seed": seed,
-                              "strategy": s, **r})
-                        shutil.rmtree(wd, ignore_errors=True)
+        model = None
         if "model" in workloads:
             from tvm_plugin.build import random_inputs
             from tvm_plugin.frontend import load
 
             proto = small_cnn()
-            m = load(proto, name="small_cnn")
-            inputs = random_inputs(m.input_shapes, m.input_dtypes, seed=0)
-            for budget in budgets:
-                for seed in seeds:
-                    for s in strategies:
-                        wd = os.path.join(root, f"model_{budget}_{seed}_{s}")
-                        strat, cm = _strategy(s, seed, population)
-                        res = tune_model(m, target, trials=budget, tuner=s, seed=seed,
-                                         work_dir=wd, builder=builder, strategy=strat,
-                                         cost_model=cm, progress=False, baseline=(s == strategies[0]))
-                        row = {"workload": "model", "task": "small_cnn", "budget": budget,
-                               "seed": seed, "strategy": s, "trials": res.extra["new_trials"],
-                               "best_ms": res.latency_ms, "tune_s": res.extra["tuning_seconds"]}
-                        if s == strategies[0]:
-                            row["untuned_ms"] = res.baseline_latency_ms
-                        emit(row)
-                        shutil.rmtree(wd, ignore_errors=True)
+            model = load(proto, name="small_cnn")
             threads = int(target.tvm.attrs.get("num-cores", 1))
+            inputs = random_inputs(model.input_shapes, model.input_dtypes, seed=0)
             emit({"workload": "model", "task": "small_cnn", "strategy": "onnxruntime",
                   "best_ms": _ort_latency(proto, inputs, threads), "threads": threads})
+        # budget outermost: a long run that is stopped early still has complete budgets
+        for budget in budgets:
+            for w in workloads:
+                for seed in seeds:
+                    for s in strategies:
+                        strat, cm = _strategy(s, seed, population)
+                        wd = os.path.join(root, f"{w}_{budget}_{seed}_{s}")
+                        if w == "model":
+                            res = tune_model(model, target, trials=budget, tuner=s, seed=seed,
+                                             work_dir=wd, builder=builder, strategy=strat,
+                                             cost_model=cm, progress=False,
+                                             baseline=(s == strategies[0]))
+                            row = {"workload": "model", "task": "small_cnn", "budget": budget,
+                                   "seed": seed, "strategy": s,
+                                   "trials": res.extra["new_trials"], "best_ms": res.latency_ms,
+                                   "tune_s": res.extra["tuning_seconds"]}
+                            if s == strategies[0]:
+                                row["untuned_ms"] = res.baseline_latency_ms
+                        else:
+                            task = tasks[w]
+                            row = {"workload": w, "task": task.name, "budget": budget,
+                                   "seed": seed, "strategy": s,
+                                   **_tune_task(task, strat, cm, budget, seed, builder, runner,
+                                                wd, per_iter)}
+                        emit(row)
+                        shutil.rmtree(wd, ignore_errors=True)
     finally:
         close_builder(builder)
         if sink:

@@ -24,7 +24,7 @@ the full budget again.
 
 Logging: MetaSchedule's logs go to ``work_dir/logs/`` (one file per task plus the task
 scheduler's); the console gets one progress line per measured batch and a final per-task
-table (``progress=False`` silences both, a callable receives them instead of stdout).
+table on stderr (``progress=False`` silences both, a callable receives them instead).
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _say(progress, text: str) -> None:
     if callable(progress):
         progress(text)
         return
-    print(text, file=sys.stdout, flush=True)
+    print(text, file=sys.stderr, flush=True)
 
 
 def make_strategy(tuner: str = "dcoc", seed: int = 0, agents: str = "dcoc",
@@ -231,7 +231,7 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
     builder: ``"persistent"`` (default) / ``"local"`` / a Builder.
     strategy, cost_model: override the MetaSchedule strategy object / cost model.
     measure: measure the tuned model's latency; baseline: also compile + measure untuned.
-    progress: True (stdout), False, or a callable receiving each line.
+    progress: True (stderr), False, or a callable receiving each line.
     """
     from tvm.s_tir import meta_schedule as ms
 
