@@ -19,13 +19,15 @@ __all__ = ["tune", "tune_task", "TuneResult", "TaskResult", "default_work_dir"]
 
 
 # ------------------------------------------------------------------------- helpers
-def _hw(hardware):
+def _hw(hardware, board=None):
+    """An HWConfig from a config, a preset or config name (a name without ``_<F>MHz_bus<B>``
+    takes ``board``'s clock and bus), or a dict of HWConfig fields."""
     from dcoc.vta import HWConfig
 
     if hardware is None or isinstance(hardware, HWConfig):
         return hardware
     if isinstance(hardware, str):
-        return HWConfig.parse(hardware)
+        return HWConfig.parse(hardware, board=board)
     if isinstance(hardware, dict):
         try:
             return HWConfig(**{k: v for k, v in hardware.items() if k != "name"})
@@ -160,15 +162,17 @@ def tune(model, target="vta", board: str = "pynq", trials: int = 2000, tuner: st
     if work_dir is None:
         work_dir = default_work_dir(label, "vta" if is_vta else _target_label(target),
                                     board if is_vta else None, tuner, agents, seed)
-    os.makedirs(work_dir, exist_ok=True)
     if not is_vta:
         from tvm_plugin.tune import tune_model
 
+        # MetaSchedule's JSONDatabase in work_dir is always reused: refuse to silently resume
+        if not resume and os.path.exists(os.path.join(work_dir, "database_tuning_record.json")):
+            raise DcocError(f"resume=False: {work_dir} already holds a MetaSchedule database, "
+                            "which llvm/cuda tuning always reuses; choose a new work_dir")
         return tune_model(model, target, trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir,
-                          input_shapes=input_shapes, agents=agents, resume=resume, progress=progress,
-                          **kwargs)
+                          input_shapes=input_shapes, agents=agents, progress=progress, **kwargs)
     return _tune_vta(model, board, int(trials), tuner, agents, seed, work_dir, resume,
-                     _hw(hardware), input_shapes, measurer, n_workers, progress, **kwargs)
+                     hardware, input_shapes, measurer, n_workers, progress, **kwargs)
 
 
 def _target_label(target) -> str:
@@ -187,14 +191,18 @@ def _tune_vta(model, board, trials, tuner, agents, seed, work_dir, resume, hardw
     from tvm_plugin.frontend import model_tasks
 
     bd = _board(board)
-    if hardware is not None and not bd.fits(hardware):
-        raise ConfigError(f"hardware {hardware.name} does not fit board {bd.name}: "
-                          f"{'; '.join(bd.violations(hardware))}")
+    hardware = _hw(hardware, bd.name)
+    if hardware is not None:
+        _check_fits(hardware, bd)
     tasks = model_tasks(model, "vta", input_shapes)
     layers, cpu = cd.vta_layers(tasks)
     if not layers:
         raise DcocError(f"model {getattr(tasks, 'model', model)} has no layer VTA can run "
                         f"(CPU operators: {', '.join(sorted({c[0] for c in cpu})) or 'none'})")
+    if trials < len(layers):
+        raise DcocError(f"model {getattr(tasks, 'model', model)} has {len(layers)} VTA layers and "
+                        f"every one needs a schedule: trials must be >= {len(layers)}, got {trials}")
+    os.makedirs(work_dir, exist_ok=True)
     records = Records(os.path.join(work_dir, "records.jsonl"))
     m, own = _measurer(measurer, n_workers)
     bar = _ProgressBar(trials, f"{tuner}") if progress else None
@@ -236,6 +244,17 @@ def _tune_vta(model, board, trials, tuner, agents, seed, work_dir, resume, hardw
     )
     res.save(os.path.join(work_dir, "result.json"))
     return res
+
+
+def _check_fits(hw, bd) -> None:
+    """ConfigError unless ``hw`` fits the board's resources, clock and bus width."""
+    problems = list(bd.violations(hw))
+    if hw.freq_mhz > bd.freq_mhz:
+        problems.append(f"clock {hw.freq_mhz:g} MHz > {bd.freq_mhz:g} MHz of {bd.name}")
+    if hw.bus_bytes > bd.bus_bytes:
+        problems.append(f"{hw.bus_bytes}-byte bus > {bd.bus_bytes}-byte bus of {bd.name}")
+    if problems:
+        raise ConfigError(f"hardware {hw.name} does not fit board {bd.name}: {'; '.join(problems)}")
 
 
 def _baseline_latency(layers, hw) -> float:
