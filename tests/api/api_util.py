@@ -1,0 +1,193 @@
+"""Helpers shared by the tests/api tests (a plain module: ``conftest`` is not importable by
+name once several test directories have one).
+
+The oracle functions here recompute what a tuning result claims from first principles
+(the frontend's task list and :func:`dcoc.vta.simulate`), without going through
+``dcoc.codesign`` or ``dcoc.api``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import functools
+import json
+import os
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+#: the keys issue 5 lists for ``dcoc tune --json OUT`` / ``TuneResult.to_json()``
+ISSUE5_KEYS = {"hardware", "schedules", "latency_ms", "throughput", "baseline_latency_ms",
+               "trials", "tuner", "seed", "history"}
+
+BASELINES = ["random", "grid", "ga", "xgb", "rl", "chameleon"]
+TUNERS = ["dcoc"] + BASELINES
+
+
+@functools.lru_cache(maxsize=None)
+def vta_layers(model: str):
+    """``[(name, workload, count)]`` of a model's VTA layers, straight from the frontend."""
+    from dcoc.vta import workload_from_task
+    from tvm_plugin.frontend import model_tasks
+
+    out = []
+    for t in model_tasks(model, "vta"):
+        if t.device != "vta":
+            continue
+        wl, reps = workload_from_task(t)
+        out.append((t.name, wl, int(t.weight) * int(reps)))
+    return tuple(out)
+
+
+def sim_seconds(wl, hw, knobs) -> float:
+    from dcoc.vta import simulate
+
+    r = simulate(wl, hw, knobs)
+    assert r.valid, f"schedule {knobs} is invalid on {hw.name}: {r.reason}"
+    return r.seconds
+
+
+def model_latency_ms(model: str, hw, schedules: dict) -> float:
+    """Sum over VTA layers of count x simulated time of ``schedules[layer]`` on ``hw``."""
+    layers = vta_layers(model)
+    assert set(schedules) == {n for n, _, _ in layers}, "schedules do not cover the VTA layers"
+    return 1e3 * sum(c * sim_seconds(wl, hw, schedules[n]) for n, wl, c in layers)
+
+
+def default_latency_ms(model: str, hw) -> float:
+    """The model on ``hw`` with every layer at :func:`dcoc.vta.default_knobs`."""
+    from dcoc.vta import default_knobs
+
+    return 1e3 * sum(c * sim_seconds(wl, hw, default_knobs(wl, hw)) for _, wl, c in vta_layers(model))
+
+
+def hw_fields(hw) -> dict:
+    return {f.name: getattr(hw, f.name) for f in dataclasses.fields(hw) if f.init}
+
+
+def read_records(path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def measurement_key(r: dict) -> tuple:
+    return (r["task"], r["hw"], json.dumps(r["knobs"], sort_keys=True), r["tuner"], r["seed"])
+
+
+def duplicates(rows: list[dict]) -> list[tuple]:
+    """Measurement keys recorded more than once."""
+    seen, dup = set(), []
+    for r in rows:
+        k = measurement_key(r)
+        if k in seen:
+            dup.append(k)
+        seen.add(k)
+    return dup
+
+
+def assert_history(history, trials: int, final_ms: float):
+    """[(trial, best ms)]: trial indices increasing inside the budget, values non-increasing,
+    the last one the final latency."""
+    assert history, "empty history"
+    ts = [int(t) for t, _ in history]
+    vs = [float(v) for _, v in history]
+    assert ts == sorted(set(ts)), "trial indices not strictly increasing"
+    assert 0 <= ts[0] and ts[-1] < trials
+    assert all(b <= a for a, b in zip(vs, vs[1:])), "best-so-far latency went up"
+    assert vs[-1] == final_ms
+
+
+def truncate_records(src_dir, dst_dir, n_lines: int, partial: str | None = None):
+    """Copy a work dir's first ``n_lines`` records (optionally plus a torn last line)."""
+    os.makedirs(dst_dir, exist_ok=True)
+    with open(os.path.join(src_dir, "records.jsonl"), encoding="utf-8") as f:
+        lines = f.readlines()[:n_lines]
+    with open(os.path.join(dst_dir, "records.jsonl"), "w", encoding="utf-8") as f:
+        f.writelines(lines)
+        if partial:
+            f.write(partial)
+
+
+def dcoc_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "dcoc.cli", *args]
+
+
+def cli_env() -> dict:
+    return {**os.environ, "DCOC_QUIET": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def run_cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """Run ``dcoc ARGS`` in a fresh interpreter (exit code, stdout, stderr as a user sees them)."""
+    return subprocess.run(dcoc_cmd(*args), capture_output=True, text=True, timeout=timeout,
+                          env=cli_env())
+
+
+def count_lines(path) -> int:
+    try:
+        with open(path, "rb") as f:
+            return f.read().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def start_and_signal(args, records_path, min_lines: int, sig, timeout: float = 120.0):
+    """Start ``dcoc ARGS``, wait until ``records_path`` holds ``min_lines`` complete lines,
+    send ``sig``; returns (CompletedProcess-like tuple (rc, stdout, stderr), lines at signal).
+
+    Returns lines_at_signal = None when the run finished before the records got there.
+    """
+    p = subprocess.Popen(dcoc_cmd(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=cli_env())
+    deadline = time.monotonic() + timeout
+    at = None
+    try:
+        while p.poll() is None and time.monotonic() < deadline:
+            n = count_lines(records_path)
+            if n >= min_lines:
+                p.send_signal(sig)
+                at = n
+                break
+            time.sleep(0.005)
+        out, err = p.communicate(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    return (p.returncode, out, err), at
+
+
+def fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    return str(path)
+
+
+def shared_run(tmp_path_factory, key: str, fn):
+    """``fn(work_dir)`` computed once per test session, shared by the xdist workers.
+
+    Results are pickled under the session's common base temp dir, next to the work dir;
+    a file lock makes a second worker wait for the first instead of repeating the run.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    d = root / "shared_runs"
+    d.mkdir(exist_ok=True)
+    key = re.sub(r"[^A-Za-z0-9_.-]+", "_", key)
+    with open(d / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            pkl = d / f"{key}.pkl"
+            if pkl.exists():
+                with open(pkl, "rb") as f:
+                    return pickle.load(f)
+            wd = d / key
+            shutil.rmtree(wd, ignore_errors=True)
+            res = fn(str(wd))
+            with open(pkl, "wb") as f:
+                pickle.dump(res, f)
+            return res
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
