@@ -65,3 +65,25 @@ def test_compile_model_refuses_fused_module(conv_model, llvm):
 
     with pytest.raises(DcocError, match="unfused"):
         compile_model(None, conv_model.fused(llvm), llvm.tvm)
+
+
+@pytest.mark.slow
+def test_resnet18_tuned_matches_onnxruntime(tmp_path):
+    """ResNet-18 (zoo, deterministic weights): every task tuned a little, compiled, and
+    compared with ONNX Runtime (same tolerance; ~2-4 min on 2 cores)."""
+    import dcoc_models
+
+    from tvm_plugin.frontend import load
+    from tvm_plugin.tune import tune_model
+
+    path = dcoc_models.resolve("resnet18")
+    m = load(path)
+    x = np.random.default_rng(0).standard_normal(m.input_shapes["input"]).astype("float32")
+    r = tune_model(m, "llvm", trials=2 * len(m.tasks("llvm")), tuner="random", seed=0,
+                   work_dir=str(tmp_path), num_trials_per_iter=2, progress=False,
+                   baseline=False)
+    assert len(r.extra["tuned_functions"]) >= 15
+    got = r.run({"input": x})
+    ref = _ort(path, {"input": x})
+    np.testing.assert_allclose(got[0], ref[0], rtol=RTOL, atol=1e-4)
+    assert r.latency_ms > 0
