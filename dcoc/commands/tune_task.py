@@ -42,7 +42,14 @@ def run(args) -> int:
     from dcoc.plots import ascii_curve
     from dcoc.search.vta_task import parse_workload
 
+    from dcoc.errors import DcocError
+    from dcoc.vta import HWConfig
+
+    # validate before the progress bar starts: an error must be the only output
     wl = parse_workload(args.workload)
+    hw = HWConfig.parse(args.hw)
+    if args.trials < 1:
+        raise DcocError(f"trials must be >= 1, got {args.trials}")
     callbacks = []
     bar = None
     if not args.quiet:
@@ -59,7 +66,7 @@ def run(args) -> int:
         callbacks.append(cb)
     kw = {"agents": args.agents} if args.tuner == "dcoc" else {}
     try:
-        r = tune_task(wl, hw=args.hw, tuner=args.tuner, trials=args.trials, seed=args.seed,
+        r = tune_task(wl, hw=hw, tuner=args.tuner, trials=args.trials, seed=args.seed,
                       records=args.records, n_workers=args.workers,
                       early_stopping=args.early_stopping, callbacks=callbacks, **kw)
     finally:
