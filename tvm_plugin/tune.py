@@ -205,7 +205,8 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
                strategy: Any = None, cost_model: Any = None, tuner_kwargs: Mapping | None = None,
                task_scheduler: str = "gradient", population: int = 128,
                measure: bool = True, baseline: bool = True, progress: Any = True,
-               timeout_sec: float = 30.0, latency_repeat: int = 5) -> TuneResult:
+               timeout_sec: float = 30.0, latency_repeat: int = 5,
+               keep_untuned_if_faster: bool = True) -> TuneResult:
     """Tune ``model`` for an llvm/cuda target; returns a :class:`dcoc.result.TuneResult`.
 
     Parameters
@@ -232,6 +233,10 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
     strategy, cost_model: override the MetaSchedule strategy object / cost model.
     measure: measure the tuned model's latency; baseline: also compile + measure untuned.
     progress: True (stderr), False, or a callable receiving each line.
+    keep_untuned_if_faster: per task, time the best schedule against the task's untuned
+        code (both built in this process, alternating rounds) and compile with the untuned
+        code where it is more than 5% faster -- tiny operators (reshape, small elementwise
+        ops) lose to MetaSchedule's always-parallel schedules by the thread-pool launch.
     """
     from tvm.s_tir import meta_schedule as ms
 
@@ -330,16 +335,28 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
         if summary.get("best_config"):
             entry["knobs"] = summary["best_config"]
         schedules[info["name"]] = entry
-        layers.append({"layer": info["name"], "count": info["weight"], "flop": info["flop"],
-                       "latency_ms": lat * 1e3 if math.isfinite(lat) else None,
-                       "gflops": info["flop"] / lat / 1e9 if math.isfinite(lat) and lat > 0 else 0.0,
-                       "trials": n_task, "device": spec.kind})
+        row = {"layer": info["name"], "task": info["name"], "count": info["weight"],
+               "weight": info["weight"], "flop": info["flop"],
+               "latency_ms": lat * 1e3 if math.isfinite(lat) else None,
+               "gflops": info["flop"] / lat / 1e9 if math.isfinite(lat) and lat > 0 else 0.0,
+               "trials": n_task, "device": spec.kind}
+        if math.isfinite(lat):
+            row["ms"] = lat * 1e3
+        layers.append(row)
     _say(progress, prog.table())
 
     # ----------------------------------------------------------- compile + measure
     names_in = list(m.input_shapes)
     inputs = random_inputs(m.input_shapes, m.input_dtypes, seed=seed)
-    ex, report = compile_model(db, m.mod, tgt)
+    kept_untuned: list = []
+    apply_db = db
+    if keep_untuned_if_faster:
+        apply_db, kept_untuned = _drop_slower_than_untuned(db, ctxs, task_info, tgt)
+        if kept_untuned:
+            _say(progress, f"dcoc: kept the untuned code of {len(kept_untuned)} task(s) where it "
+                           f"is faster than the best schedule: {', '.join(kept_untuned[:6])}"
+                           f"{' ...' if len(kept_untuned) > 6 else ''}")
+    ex, report = compile_model(apply_db, m.mod, tgt)
     if report["untuned"]:
         _say(progress, f"dcoc: {len(report['untuned'])} function(s) without a tuned schedule: "
                        f"{', '.join(report['untuned'][:6])}{' ...' if len(report['untuned']) > 6 else ''}")
@@ -364,11 +381,71 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
         extra={"target_kind": spec.kind, "new_trials": prog.total,
                "tuning_seconds": round(tune_seconds, 2),
                "tuned_functions": report["tuned"], "untuned_functions": report["untuned"],
+               "kept_untuned": kept_untuned,
                "tasks": [{k: v for k, v in s.items() if k != "history"}
                          for s in strat_results.values()]},
     )
     result._runner = make_model_runner(ex, tgt, names_in, m.input_dtypes)
     return result
+
+
+def _time_kernels(kernels: dict, rounds: int = 2) -> dict:
+    import numpy as np
+
+    best = {k: math.inf for k in kernels}
+    for _ in range(rounds):
+        for k, (f, args) in kernels.items():
+            best[k] = min(best[k], float(np.median([float(x) for x in f(*args).results])))
+    return best
+
+
+def _drop_slower_than_untuned(db, ctxs, task_info, target, margin: float = 0.05):
+    """A MemoryDatabase with each task's best record, except the tasks whose untuned
+    PrimFunc is faster than that record by more than ``margin``; and those task names."""
+    import numpy as np
+    import tvm
+    from tvm.s_tir import Schedule
+    from tvm.s_tir import meta_schedule as ms
+
+    from tvm_plugin.build import device_of, fast_build
+
+    out = ms.database.MemoryDatabase()
+    kept = []
+    dev = device_of(target)
+    for ctx, info in zip(ctxs, task_info):
+        if not db.has_workload(ctx.mod):
+            continue
+        top = db.get_top_k(db.commit_workload(ctx.mod), 1)
+        if not len(top):
+            continue
+        rec = top[0]
+        faster_untuned = False
+        try:
+            sch = Schedule(ctx.mod)
+            rec.trace.apply_to_schedule(sch, remove_postproc=False)
+            rng = np.random.default_rng(0)
+            args = []
+            for a in rec.args_info:
+                shape, dt = [int(x) for x in a.shape], str(a.dtype)
+                arr = rng.standard_normal(shape).astype(dt) if "float" in dt else np.zeros(shape, dt)
+                args.append(tvm.runtime.tensor(arr, dev))
+            kern = {}
+            for key, mod in (("tuned", sch.mod), ("untuned", ctx.mod)):
+                lib = fast_build(mod, target, None)
+                rt = lib.jit() if hasattr(lib, "jit") else lib
+                kern[key] = (rt.time_evaluator("main", dev, number=1, repeat=3,
+                                               min_repeat_ms=20), args)
+            t = _time_kernels(kern)
+            faster_untuned = t["untuned"] < t["tuned"] * (1 - margin)
+        except Exception:  # noqa: BLE001 - keep the tuned schedule if the check fails
+            faster_untuned = False
+        if faster_untuned:
+            kept.append(info["name"])
+            continue
+        wl = out.commit_workload(ctx.mod)
+        out.commit_tuning_record(ms.database.TuningRecord(rec.trace, wl, rec.run_secs,
+                                                          rec.target, rec.args_info))
+    return out, kept
 
 
 def MEASURE_CALLBACKS() -> list:  # noqa: N802

@@ -40,7 +40,8 @@ def test_tuned_model_matches_untuned_and_onnxruntime(case, tmp_path):
     m = load(path)
     feeds = dict(zip(m.input_shapes, inputs))
     r = tune_model(m, "llvm", trials=8, tuner="random", seed=0, work_dir=str(tmp_path),
-                   num_trials_per_iter=8, progress=False, baseline=False)
+                   num_trials_per_iter=8, progress=False, baseline=False,
+                   keep_untuned_if_faster=False)
     assert r.extra["tuned_functions"], "no tuned PrimFunc was applied"
     got = r.run(feeds)
     ref = _ort(path, feeds)
