@@ -21,34 +21,14 @@ from dcoc.errors import ConfigError, DcocError
 from dcoc.result import TuneResult
 from dcoc.vta import HWConfig, get_board
 
-from api_util import (BASELINES, ISSUE5_KEYS, TUNERS, assert_history, default_latency_ms,
-                      duplicates, hw_fields, model_latency_ms, read_records, shared_run,
-                      truncate_records, vta_layers)
+from api_util import (BASELINES, DUP_BUG, ISSUE5_KEYS, RESUME_DCOC_BUG, TUNERS, assert_history,
+                      default_latency_ms, duplicates, hw_fields, model_latency_ms, read_records,
+                      shared_run, truncate_records, vta_layers)
 
 os.environ.setdefault("DCOC_QUIET", "1")
 
 TRIALS = 40
 PYNQ = HWConfig.preset("pynq")
-
-# ------------------------------------------------------------------ known bugs (xfail)
-#: dcoc/codesign.py: Session.hw is filled only by Session.task(), i.e. when a job is
-#: measured fresh; jobs answered from the records (resume) never register their hardware.
-#: DCOCCoDesign.run() starts with default_schedules() on the board default -- all
-#: replayed on a resume -- and its first refit() does self.s.hw[hname] -> KeyError.
-RESUME_DCOC_BUG = ("dcoc/codesign.py Session.measure does not register the hardware of "
-                   "replayed jobs in Session.hw; DCOCCoDesign.refit() then raises KeyError "
-                   "'1x16x16_i8w8a32_15_15_18_17' on any resume")
-
-#: dcoc/codesign.py: Session.measure measures a (hw, layer, knobs) again when a driver asks
-#: for it twice -- it dedupes only against the records loaded at start -- and the per-layer
-#: tuners SoftwareTuning creates are never told what the run already measured: the default
-#: schedules of default_schedules() (ga, 120 trials: trial 1 measured again at trial 26)
-#: and, in DCOCCoDesign's random "fill" step (a fresh RandomTuner each time), earlier picks
-#: (dcoc, 120 trials: trial 0 again at 32, 36 at 45, 40 at 72, 68 at 101).
-DUP_BUG = ("dcoc/codesign.py: Session.measure re-measures jobs already measured in this run; "
-           "SoftwareTuning's fresh tuners (nested per-hw tuning, DCOC's random fill step) "
-           "re-propose configs already measured (default schedules, earlier fills)")
-
 
 def _fresh(tmp_path_factory, name):
     return str(tmp_path_factory.mktemp(name))
@@ -133,7 +113,7 @@ def test_tune_resnet18_result_is_real(tmp_path_factory, tuner):
 
 
 @pytest.mark.parametrize("tuner", [
-    pytest.param(t, marks=pytest.mark.xfail(strict=True, reason=DUP_BUG)) if t in ("ga", "dcoc") else t
+    pytest.param(t, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=DUP_BUG)) if t in ("ga", "dcoc") else t
     for t in TUNERS])
 def test_no_measurement_is_repeated(tmp_path_factory, tuner):
     """A run never measures the same (task, hw, knobs) twice (issue 4: every trial counts)."""
@@ -214,7 +194,7 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path_factory, tuner)
 
 @pytest.mark.parametrize("tuner", [
     pytest.param("dcoc", marks=pytest.mark.xfail(strict=True, raises=KeyError, reason=RESUME_DCOC_BUG)),
-    pytest.param("ga", marks=pytest.mark.xfail(strict=True, reason=DUP_BUG + " (on resume the "
+    pytest.param("ga", marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=DUP_BUG + " (on resume the "
                  "second measurement is answered from the records and not recorded: 39 lines)")),
     *(t for t in BASELINES if t != "ga")])
 def test_resumed_records_file_has_one_line_per_trial(tmp_path_factory, tuner):
