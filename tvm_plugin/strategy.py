@@ -294,10 +294,14 @@ class _TunerStrategy(PySearchStrategy):
         wl = database.commit_workload(mod)
         want = str(self.context.target)
         mod_hash = tvm_ffi.structural_hash(mod)
+        same: dict = {}  # workload handle -> is it this task's workload
         pairs = []
         for rec in database.get_all_tuning_records():
             w = rec.workload
-            if not (w.same_as(wl) or tvm_ffi.structural_hash(w.mod) == mod_hash):
+            k = w.__chandle__()
+            if k not in same:
+                same[k] = bool(w.same_as(wl) or tvm_ffi.structural_hash(w.mod) == mod_hash)
+            if not same[k]:
                 continue
             if rec.target is not None and str(rec.target) != want:
                 continue

@@ -135,3 +135,23 @@ def test_dcoc_strategy_tune_relax_and_resume(conv_model, llvm, builder, runner, 
     assert s2["trials"] == 0 and s2["recorded"] == 16
     assert len(db2.get_all_tuning_records()) == 16
     assert s2["best_cost"] == pytest.approx(summary["best_cost"], rel=1e-9)
+
+
+@pytest.mark.parametrize("tuner", ["random", "dcoc"])
+def test_same_seed_same_first_batch(conv_task, tuner):
+    """Before any measurement a tuner's proposals depend only on the seed."""
+    if tuner == "dcoc" and importlib.util.find_spec("dcoc.tuners.dcoc_tuner") is None:
+        pytest.skip("the dcoc tuner is not available")
+    from tvm_plugin.space import schedule_hash
+    from tvm_plugin.strategy import TunerStrategy
+
+    def first_batch(seed):
+        strat = TunerStrategy(tuner=tuner, seed=seed)
+        ctx = tune_context(conv_task, strat, seed=0)
+        spaces = ctx.space_generator.generate_design_space(ctx.mod)
+        strat._initialize_with_tune_context(ctx)
+        strat.pre_tuning(16, 8, spaces, None, None)
+        return [schedule_hash(c.sch) for c in strat.generate_measure_candidates()]
+
+    a, b, c = first_batch(0), first_batch(0), first_batch(1)
+    assert len(a) == 8 and a == b and a != c
