@@ -64,13 +64,16 @@ def _slug(text: str) -> str:
 
 
 def default_work_dir(model, target: str, board: str | None, tuner: str, agents: str | None,
-                     seed: int) -> str:
-    """``dcoc_runs/<model>_<target>[_<board>]_<tuner>[_<agents>]_s<seed>``: rerunning the same
-    command finds the same directory and resumes."""
+                     seed: int, hardware: str | None = None) -> str:
+    """``dcoc_runs/<model>_<target>[_<board>][_hw-<hardware>]_<tuner>[_<agents>]_s<seed>``:
+    rerunning the same command finds the same directory and resumes; a software-only run on
+    fixed ``hardware`` (its name) gets its own directory, apart from co-design runs."""
     name = os.path.splitext(os.path.basename(str(model)))[0] if not hasattr(model, "graph") else "model"
     parts = [_slug(name), _slug(target)]
     if board:
         parts.append(board)
+    if hardware:
+        parts.append("hw-" + _slug(hardware))
     parts.append(tuner)
     if agents and tuner == "dcoc" and agents != "dcoc":
         parts.append(agents)
@@ -160,8 +163,11 @@ def tune(model, target="vta", board: str = "pynq", trials: int = 2000, tuner: st
     is_vta = isinstance(target, str) and target.strip().lower() == "vta"
     label = getattr(model, "name", None) or model
     if work_dir is None:
+        hw_name = None
+        if is_vta and hardware is not None:
+            hw_name = _hw(hardware, str(board).strip().lower() if isinstance(board, str) else None).name
         work_dir = default_work_dir(label, "vta" if is_vta else _target_label(target),
-                                    board if is_vta else None, tuner, agents, seed)
+                                    board if is_vta else None, tuner, agents, seed, hw_name)
     if not is_vta:
         from tvm_plugin.tune import tune_model
 
