@@ -359,3 +359,28 @@ def test_300_trials_explore_hardware(tmp_path_factory, tuner):
     res = tuned(tmp_path_factory, tuner, trials=300)
     check_result(res, "resnet18", 300, tuner, 0)
     assert res.extra["hardware_explored"] > 1
+
+
+def test_default_work_dir_is_found_again(tmp_path, monkeypatch):
+    """Without work_dir the same call lands in the same directory and resumes from it."""
+    monkeypatch.chdir(tmp_path)
+    a = dcoc.tune("resnet18", target="vta", trials=20, tuner="random", seed=4, n_workers=0)
+    assert a.work_dir == os.path.join("dcoc_runs", "resnet18_vta_pynq_random_s4")
+    b = dcoc.tune("resnet18", target="vta", trials=20, tuner="random", seed=4, n_workers=0)
+    assert b.work_dir == a.work_dir and b.extra["replayed_trials"] == 20
+    assert len(read_records(os.path.join(a.work_dir, "records.jsonl"))) == 20
+    # software only on fixed hardware: a directory of its own, not the co-design run's
+    c = dcoc.tune("resnet18", target="vta", trials=20, tuner="random", seed=4, n_workers=0,
+                  hardware="pynq")
+    assert c.work_dir == os.path.join("dcoc_runs", "resnet18_vta_pynq_hw-1x16x16_i8w8a32_15_15_18_17_random_s4")
+    assert c.extra["replayed_trials"] == 0
+    d = dcoc.tune("resnet18", target="vta", trials=12, tuner="dcoc", agents="single", seed=4,
+                  n_workers=0, board="ultra96", hardware="1x16x16_i8w8a32_15_15_18_17")
+    assert d.work_dir == os.path.join(
+        "dcoc_runs", "resnet18_vta_ultra96_hw-1x16x16_i8w8a32_15_15_18_17_333MHz_bus16_dcoc_single_s4")
+
+
+def test_no_resume_for_llvm_refuses_an_existing_database(tmp_path):
+    (tmp_path / "database_tuning_record.json").write_text("")
+    with pytest.raises(DcocError, match="already holds a MetaSchedule database"):
+        dcoc.tune("resnet18", target="llvm", trials=8, work_dir=str(tmp_path), resume=False)
