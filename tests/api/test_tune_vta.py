@@ -137,9 +137,11 @@ def _trajectory(res):
 
 @pytest.mark.parametrize("tuner", ["dcoc", "xgb", "rl"])
 def test_deterministic_per_seed(tmp_path_factory, tuner):
+    """Same seed: the same run, also when the simulator runs in a pool of worker processes
+    (forked after torch/xgboost are loaded); another seed: another trajectory."""
     a = tuned(tmp_path_factory, tuner)
     b = dcoc.tune("resnet18", target="vta", trials=TRIALS, tuner=tuner, seed=0,
-                  work_dir=_fresh(tmp_path_factory, f"again_{tuner}"), n_workers=0)
+                  work_dir=_fresh(tmp_path_factory, f"again_{tuner}"), n_workers=2)
     assert a.history == b.history
     assert a.hardware == b.hardware and a.schedules == b.schedules
     assert a.latency_ms == b.latency_ms
@@ -147,15 +149,6 @@ def test_deterministic_per_seed(tmp_path_factory, tuner):
     c = tuned(tmp_path_factory, tuner, seed=1)
     check_result(c, "resnet18", TRIALS, tuner, 1)
     assert _trajectory(c) != _trajectory(a)
-
-
-def test_process_pool_gives_the_in_process_result(tmp_path_factory):
-    """VTASimMeasurer with worker processes measures exactly what in-process does."""
-    a = tuned(tmp_path_factory, "ga")
-    b = dcoc.tune("resnet18", target="vta", trials=TRIALS, tuner="ga", seed=0,
-                  work_dir=_fresh(tmp_path_factory, "pool_ga"), n_workers=2)
-    assert (a.history, a.hardware, a.schedules) == (b.history, b.hardware, b.schedules)
-    assert _trajectory(a) == _trajectory(b)
 
 
 # ============================================================================= resume
