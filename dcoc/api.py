@@ -264,13 +264,15 @@ def _check_fits(hw, bd) -> None:
 
 
 def _baseline_latency(layers, hw) -> float:
-    from dcoc.vta import default_knobs, simulate
+    """Accelerator time of the layers on ``hw`` with the default schedules (same epilogue
+    and default-schedule rule as the tuning run, so the two are comparable)."""
+    from dcoc import codesign as cd
+    from dcoc.search.measure import VTASimMeasurer
 
-    total = 0.0
-    for layer in layers:
-        r = simulate(layer.workload, hw, default_knobs(layer.workload, hw))
-        total += layer.count * r.seconds
-    return total
+    s = cd.Session(layers, VTASimMeasurer(n_workers=0), len(layers), "baseline", 0)
+    cd.default_schedules(s, hw)
+    lat = s.latency(hw.name)
+    return lat if lat is not None else float("inf")
 
 
 def _layer_rows(layers, hw, session) -> list[dict]:

@@ -45,10 +45,17 @@ class Layer:
     workload: object        # Conv2DWorkload | DenseWorkload
     count: int              # occurrences x repeats (batch_matmul heads)
     kind: str               # "conv2d" | "dense"
+    epilogue: object = None  # fused ALU epilogue (None: dcoc.vta.model.MODEL_EPILOGUE)
+
+    def __post_init__(self):
+        if self.epilogue is None:
+            from dcoc.vta.model import MODEL_EPILOGUE
+
+            self.epilogue = MODEL_EPILOGUE
 
     @property
     def key(self) -> str:
-        return workload_key(self.workload)
+        return workload_key(self.workload, self.epilogue)
 
     def ideal_seconds(self, hw) -> float:
         """Compute-bound lower bound: MACs / (MACs per cycle) / clock."""
@@ -94,6 +101,7 @@ class Session:
         self.hw: dict[str, object] = {}                 # name -> HWConfig
         self.best: dict[tuple, tuple] = {}              # (hw name, layer idx) -> (cost, knobs)
         self.measured: dict[tuple, float] = {}          # (hw name, layer idx, knobs key) -> cost|inf
+        self.results: dict[tuple, MeasureResult] = {}   # same keys -> the result
         self.history: list[tuple[int, float]] = []      # (trial, best model latency s so far)
         self.best_latency = math.inf
         self.best_hw: str | None = None
@@ -117,34 +125,55 @@ class Session:
         key = (li, hw.name)
         if key not in self._tasks:
             self.hw[hw.name] = hw
-            self._tasks[key] = vta_task(self.layers[li].workload, hw, name=self.layers[li].name)
+            layer = self.layers[li]
+            self._tasks[key] = vta_task(layer.workload, hw, name=layer.name, epilogue=layer.epilogue)
         return self._tasks[key]
 
     def is_measured(self, hw, li: int, knobs: dict) -> bool:
         return (hw.name, li, Space.key(knobs)) in self.measured
 
     def measure(self, jobs: list[tuple[int, object, dict]]) -> list[MeasureResult]:
-        """Measure ``[(layer index, hw, knobs)]`` (up to the remaining budget)."""
-        jobs = jobs[: max(0, self.remaining)]
-        if not jobs:
+        """Measure ``[(layer index, hw, knobs)]``; returns one result per job answered.
+
+        A job already measured in this run is answered from memory and costs nothing; a new
+        one costs a trial (jobs beyond the remaining budget are dropped from the end).  New
+        jobs found in the records of an earlier run of this tuner/seed are replayed from
+        the file instead of simulated (resume).
+        """
+        out: list = []
+        new: list[int] = []
+        batch_keys: set = set()
+        for li, hw, knobs in jobs:
+            self.task(li, hw)  # registers the hardware
+            key = (hw.name, li, Space.key(knobs))
+            if key in self.results or key in batch_keys:
+                out.append(key)
+                continue
+            if len(new) >= self.remaining:
+                break
+            batch_keys.add(key)
+            new.append(len(out))
+            out.append(key)
+        if not out:
             return []
-        out: list = [None] * len(jobs)
         fresh = []
-        for i, (li, hw, knobs) in enumerate(jobs):
-            hit = self.known.get((hw.name, li, Space.key(knobs)))
+        for i in new:
+            li, hw, knobs = jobs[i]
+            hit = self.known.get(out[i])
             if hit is not None:
-                out[i] = hit
+                self.results[out[i]] = hit
                 self.replayed += 1
             else:
                 fresh.append(i)
         if fresh:
             res = self.measurer.measure_jobs([(self.task(jobs[i][0], jobs[i][1]), jobs[i][2]) for i in fresh])
             for i, r in zip(fresh, res):
-                out[i] = r
+                self.results[out[i]] = r
         first = self.trials
-        fresh_set = set(fresh)
-        for n, ((li, hw, knobs), r) in enumerate(zip(jobs, out)):
-            self.measured[(hw.name, li, Space.key(knobs))] = r.cost
+        for n, i in enumerate(new):
+            li, hw, knobs = jobs[i]
+            r = self.results[out[i]]
+            self.measured[out[i]] = r.cost
             if r.valid:
                 cur = self.best.get((hw.name, li))
                 if cur is None or r.cost < cur[0]:
@@ -156,13 +185,19 @@ class Session:
             self.history.append((self.trials - 1, self.best_latency))
         if self.records is not None and fresh:
             rows = []
-            for n in fresh:
-                li, hw, knobs = jobs[n]
-                rows += _rows(self.task(li, hw), knobs, out[n], self.tuner, self.seed, first + n)
+            order = {i: n for n, i in enumerate(new)}
+            for i in fresh:
+                li, hw, knobs = jobs[i]
+                rows += _rows(self.task(li, hw), knobs, self.results[out[i]], self.tuner, self.seed,
+                              first + order[i])
             self.records.append(rows)
-        if self.progress is not None:
+        if self.progress is not None and new:
             self.progress(self)
-        return out
+        return [self.results[k] for k in out]
+
+    def results_for(self, li: int, hw) -> list[tuple[dict, MeasureResult]]:
+        """Everything measured for one layer on one hardware config in this run."""
+        return [(dict(k[2]), r) for k, r in self.results.items() if k[0] == hw.name and k[1] == li]
 
     def latency(self, hw_name: str) -> float | None:
         """Model latency (seconds) on a hardware config, or None if not complete."""
@@ -202,9 +237,16 @@ def default_schedules(session: Session, hw) -> list[MeasureResult]:
         try:
             k = default_knobs(layer.workload, hw)
         except DcocError:
-            continue
-        if not session.is_measured(hw, li, k):
-            jobs.append((li, hw, k))
+            k = None
+        if k is None or not session.task(li, hw).space.is_valid(k):
+            # the heuristic ignores the model epilogue's ACC use: take a fitting schedule
+            sp = session.task(li, hw).space
+            rng = np.random.default_rng(child_seed(session.seed, "default", layer.key, hw.name))
+            try:
+                k = sp.sample(rng)
+            except DcocError:
+                continue
+        jobs.append((li, hw, k))
     return session.measure(jobs)
 
 
@@ -227,8 +269,11 @@ class SoftwareTuning:
         self.tuners = []
         for li, layer in enumerate(session.layers):
             task = session.task(li, hw)
-            self.tuners.append(create(tuner, task, seed=child_seed(seed, "sw", layer.key, hw.name),
-                                      **(tuner_kwargs or {})))
+            t = create(tuner, task, seed=child_seed(seed, "sw", layer.key, hw.name), **(tuner_kwargs or {}))
+            prior = [(k, r) for k, r in session.results_for(li, hw) if task.space.check(k) is None]
+            if prior:  # what this run already measured here is known, not proposed again
+                t.tell([k for k, _ in prior], [r for _, r in prior])
+            self.tuners.append(t)
         self.spent = [0] * len(session.layers)
 
     def _priority(self, li: int) -> float:
@@ -259,12 +304,15 @@ class SoftwareTuning:
             if not configs:
                 self.spent[li] = 10 ** 9  # exhausted
                 continue
+            before = self.s.trials
             res = self.s.measure([(li, self.hw, c) for c in configs])
             tuner.tell(configs[: len(res)], res)
             self.spent[li] += len(res)
-            spent += len(res)
+            spent += self.s.trials - before
             if len(res) < len(configs):
                 break
+            if self.s.trials == before:  # only repeats: the tuner is going in circles
+                self.spent[li] = 10 ** 9
         return spent
 
 
@@ -428,7 +476,7 @@ class DCOCCoDesign:
     def space(self, li: int, hw) -> Space:
         key = (li, hw.name)
         if key not in self._space_cache:
-            self._space_cache[key] = sw_space(self.s.layers[li].workload, hw)
+            self._space_cache[key] = sw_space(self.s.layers[li].workload, hw, self.s.layers[li].epilogue)
         return self._space_cache[key]
 
     def knobs_of(self, li: int, hw, spos: tuple) -> dict | None:

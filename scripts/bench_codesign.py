@@ -44,17 +44,18 @@ def _layers(model):
 
 def reference(model: str, board: str) -> dict:
     """Default hardware with exhaustively optimal and with default schedules."""
+    from dcoc.api import _baseline_latency
     from dcoc.search.vta_task import exhaustive
-    from dcoc.vta import BOARDS, HWConfig, default_knobs, simulate
+    from dcoc.vta import BOARDS, HWConfig
 
     bd = BOARDS[board]
     hw = HWConfig.preset("pynq") if board == "pynq" else bd.default_hw()
-    opt = dflt = 0.0
-    for layer in _layers(model):
-        table = exhaustive(layer.workload, hw)
+    opt = 0.0
+    layers = _layers(model)
+    for layer in layers:
+        table = exhaustive(layer.workload, hw, epilogue=layer.epilogue)
         opt += layer.count * min(v for v in table.values() if v is not None)
-        dflt += layer.count * simulate(layer.workload, hw, default_knobs(layer.workload, hw)).seconds
-    return {"hw": hw.name, "tuned_ms": opt * 1e3, "default_ms": dflt * 1e3}
+    return {"hw": hw.name, "tuned_ms": opt * 1e3, "default_ms": _baseline_latency(layers, hw) * 1e3}
 
 
 def _run(args):

@@ -152,53 +152,71 @@ def _dense_features(wl, hw):
     return fn
 
 
-def fit_reason(wl, hw, knobs: dict) -> str | None:
+def _epilogue(epilogue):
+    """``"default"``/None -> VTA's requantization (shift 8, clip); an Epilogue as is."""
+    from dcoc.vta.workloads import DEFAULT_EPILOGUE
+
+    return DEFAULT_EPILOGUE if epilogue in (None, "default") else epilogue
+
+
+def fit_reason(wl, hw, knobs: dict, epilogue="default") -> str | None:
     """Why the compiler rejects a schedule (SRAM/uop-cache/field overflow), or None.
 
     This plans the loop nest (no instruction stream, no simulation): ~0.5 ms.
     """
     from dcoc.vta.compiler import PlanError, make_plan
-    from dcoc.vta.workloads import DEFAULT_EPILOGUE
 
     try:
-        make_plan(wl, hw, knobs, DEFAULT_EPILOGUE)
+        make_plan(wl, hw, knobs, _epilogue(epilogue))
     except PlanError as exc:
         return str(exc)
     return None
 
 
-def _memo_fit(wl, hw):
+def _memo_fit(wl, hw, epilogue="default"):
     cache: dict = {}
 
     def check(cfg):
         key = tuple(sorted(cfg.items()))
         if key not in cache:
-            cache[key] = fit_reason(wl, hw, cfg)
+            cache[key] = fit_reason(wl, hw, cfg, epilogue)
         return cache[key]
 
     return check
 
 
-def sw_space(wl, hw) -> Space:
-    """The schedule knobs of ``wl`` on ``hw`` (TOPI-VTA template), with buffer-fit checks."""
+def sw_space(wl, hw, epilogue="default") -> Space:
+    """The schedule knobs of ``wl`` on ``hw`` (TOPI-VTA template), with buffer-fit checks
+    for the fused ``epilogue`` (a bias or residual takes ACC space too)."""
     vta = _vta()
     choices = vta.conv2d_space(wl, hw) if isinstance(wl, vta.Conv2DWorkload) else vta.dense_space(wl, hw)
     group = {"tile_h": "tile", "tile_w": "tile", "tile_ci": "tile", "tile_co": "tile", "tile_b": "tile",
              "oc_nthread": "thread", "h_nthread": "thread"}
     knobs = [Knob(k, tuple(v), group.get(k, "schedule")) for k, v in choices.items()]
-    cons = [_memo_fit(wl, hw)]
+    cons = [_memo_fit(wl, hw, epilogue)]
     feat = _conv_features(wl, hw) if isinstance(wl, vta.Conv2DWorkload) else _dense_features(wl, hw)
     return Space(knobs, cons, _descriptor(wl, hw), name=f"{wl.name}@{hw.name}", feature_fn=feat)
 
 
-def workload_key(wl) -> str:
-    return f"vta:{wl.name}"
+def workload_key(wl, epilogue="default") -> str:
+    """Records key of a VTA workload (the epilogue is part of it unless it is the default)."""
+    ep = _epilogue(epilogue)
+    from dcoc.vta.workloads import DEFAULT_EPILOGUE
+
+    if ep == DEFAULT_EPILOGUE:
+        return f"vta:{wl.name}"
+    tag = "".join(t for t, on in (("b", ep.bias), ("r", ep.residual), ("n", ep.round)) if on)
+    return f"vta:{wl.name}:ep{tag}s{ep.shift}c{'' if ep.clip is None else '%d_%d' % ep.clip}"
 
 
 def vta_task(wl, hw, name: str | None = None, epilogue="default") -> TuningTask:
-    """A software-only tuning task: ``wl``'s schedule on the fixed hardware ``hw``."""
+    """A software-only tuning task: ``wl``'s schedule on the fixed hardware ``hw``.
+
+    ``epilogue``: the fused ALU epilogue simulated with every schedule ("default" = shift
+    8 + clip; model layers use :data:`dcoc.vta.model.MODEL_EPILOGUE`, with the bias)."""
     return TuningTask(
-        name=name or wl.name, space=sw_space(wl, hw), target="vta", workload_key=workload_key(wl),
+        name=name or wl.name, space=sw_space(wl, hw, epilogue), target="vta",
+        workload_key=workload_key(wl, epilogue),
         flop=float(wl.flops), hw_name=hw.name, payload={"workload": wl, "hw": hw, "epilogue": epilogue},
     )
 
@@ -261,8 +279,7 @@ def simulate_config(task: TuningTask, config: dict):
         knobs = {k: v for k, v in config.items() if k not in task.hw_knobs}
     else:
         hw, knobs = p["hw"], config
-    kw = {} if p.get("epilogue", "default") == "default" else {"epilogue": p["epilogue"]}
-    r = vta.simulate(wl, hw, knobs, **kw)
+    r = vta.simulate(wl, hw, knobs, epilogue=_epilogue(p.get("epilogue")))
     if not r.valid:
         return None, {"reason": r.reason}
     return float(r.seconds), {"cycles": int(r.cycles), "gops": float(r.gops),
@@ -314,7 +331,7 @@ def parse_workload(spec: str):
     raise DcocError(f"bad workload '{spec}': expected C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
 
 
-def exhaustive(wl, hw, cache_dir: str | None = None) -> dict:
+def exhaustive(wl, hw, cache_dir: str | None = None, epilogue="default") -> dict:
     """Simulate every point of ``wl``'s schedule space on ``hw``: ``{config key: seconds | None}``.
 
     Cached as JSON under ``cache_dir`` (default ``$DCOC_CACHE/exhaustive`` or
@@ -337,6 +354,8 @@ def exhaustive(wl, hw, cache_dir: str | None = None) -> dict:
         if fname.endswith(".py"):
             with open(os.path.join(src, fname), "rb") as f:
                 h.update(f.read())
+    ep = _epilogue(epilogue)
+    h.update(repr(ep).encode())
     tag = h.hexdigest()[:12]
     path = os.path.join(root, f"{wl.name}@{hw.name}@{tag}.json")
     if os.path.exists(path):
@@ -346,7 +365,7 @@ def exhaustive(wl, hw, cache_dir: str | None = None) -> dict:
     sp = sw_space(wl, hw)
     table = {}
     for cfg in sp:
-        r = vta.simulate(wl, hw, cfg)
+        r = vta.simulate(wl, hw, cfg, epilogue=ep)
         table[Space.key(cfg)] = float(r.seconds) if r.valid else None
     os.makedirs(root, exist_ok=True)
     tmp = path + ".tmp"

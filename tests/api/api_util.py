@@ -24,26 +24,6 @@ import time
 ISSUE5_KEYS = {"hardware", "schedules", "latency_ms", "throughput", "baseline_latency_ms",
                "trials", "tuner", "seed", "history"}
 
-# ------------------------------------------------------- known bugs (xfail reasons)
-#: dcoc/codesign.py: Session.hw is filled only by Session.task(), i.e. when a job is
-#: measured fresh; jobs answered from the records (resume) never register their hardware.
-#: DCOCCoDesign.run() starts with default_schedules() on the board default -- all
-#: replayed on a resume -- and its first refit() does self.s.hw[hname] -> KeyError.
-RESUME_DCOC_BUG = ("dcoc/codesign.py Session.measure does not register the hardware of "
-                   "replayed jobs in Session.hw; DCOCCoDesign.refit() then raises KeyError "
-                   "'1x16x16_i8w8a32_15_15_18_17' on any resume")
-
-#: dcoc/codesign.py: Session.measure measures a (hw, layer, knobs) again when a driver asks
-#: for it twice -- it dedupes only against the records loaded at start -- and the per-layer
-#: tuners SoftwareTuning creates are never told what the run already measured: the default
-#: schedules of default_schedules() (ga, 120 trials: trial 1 measured again at trial 26)
-#: and, in DCOCCoDesign's random "fill" step (a fresh RandomTuner each time), earlier picks
-#: (dcoc, 120 trials: trial 0 again at 32, 36 at 45, 40 at 72, 68 at 101).
-DUP_BUG = ("dcoc/codesign.py: Session.measure re-measures jobs already measured in this run; "
-           "SoftwareTuning's fresh tuners (nested per-hw tuning, DCOC's random fill step) "
-           "re-propose configs already measured (default schedules, earlier fills)")
-
-
 BASELINES = ["random", "grid", "ga", "xgb", "rl", "chameleon"]
 TUNERS = ["dcoc"] + BASELINES
 
@@ -65,8 +45,9 @@ def vta_layers(model: str):
 
 def sim_seconds(wl, hw, knobs) -> float:
     from dcoc.vta import simulate
+    from dcoc.vta.model import MODEL_EPILOGUE
 
-    r = simulate(wl, hw, knobs)
+    r = simulate(wl, hw, knobs, epilogue=MODEL_EPILOGUE)  # model layers carry the folded-BN bias
     assert r.valid, f"schedule {knobs} is invalid on {hw.name}: {r.reason}"
     return r.seconds
 

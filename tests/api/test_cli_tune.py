@@ -17,7 +17,7 @@ import dcoc
 from dcoc.cli import build_parser
 from dcoc.vta import HWConfig, get_board
 
-from api_util import (ISSUE5_KEYS, RESUME_DCOC_BUG, assert_history, count_lines, default_latency_ms,
+from api_util import (ISSUE5_KEYS, assert_history, count_lines, default_latency_ms,
                       duplicates, hw_fields, model_latency_ms, read_records, run_cli, shared_run,
                       start_and_signal, vta_layers)
 
@@ -214,9 +214,7 @@ def _check_resumed(wd, full, trials):
 
 @pytest.mark.parametrize("tuner,trials", [
     ("xgb", 200),
-    # the same bug fails test_tune_vta's in-process resume tests in the default suite
-    pytest.param("dcoc", 60, marks=[pytest.mark.slow,
-                                    pytest.mark.xfail(strict=True, raises=AssertionError, reason=RESUME_DCOC_BUG)]),
+    pytest.param("dcoc", 60, marks=[pytest.mark.slow]),
 ])
 def test_sigkill_then_rerun_resumes(tmp_path, tmp_path_factory, tuner, trials):
     wd = tmp_path / "run"
@@ -294,12 +292,6 @@ def test_simulate_command():
     assert "accelerator total:" in r.stdout and "conv2d_224x224_3x64_k7s2" in r.stdout
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "dcoc/codesign.py: tuning measures model layers with the default epilogue (no bias: "
-    "vta_task(..., epilogue='default')), while `dcoc simulate` (dcoc.vta.model."
-    "MODEL_EPILOGUE) adds the folded-BN bias every VTA layer has: resnet18 on the pynq "
-    "preset with default schedules is 80.526 ms in `dcoc simulate` but baseline_latency_ms "
-    "77.916 in `dcoc tune`. Fix together: Session.task/vta_task epilogue and api._baseline_latency."))
 def test_tune_and_simulate_agree_on_the_baseline(tmp_path_factory):
     from dcoc.vta import simulate_model
     from tvm_plugin.frontend import model_tasks

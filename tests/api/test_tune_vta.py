@@ -21,7 +21,7 @@ from dcoc.errors import ConfigError, DcocError
 from dcoc.result import TuneResult
 from dcoc.vta import HWConfig, get_board
 
-from api_util import (BASELINES, DUP_BUG, ISSUE5_KEYS, RESUME_DCOC_BUG, TUNERS, assert_history,
+from api_util import (BASELINES, ISSUE5_KEYS, TUNERS, assert_history,
                       default_latency_ms, duplicates, hw_fields, model_latency_ms, read_records,
                       shared_run, truncate_records, vta_layers)
 
@@ -112,9 +112,7 @@ def test_tune_resnet18_result_is_real(tmp_path_factory, tuner):
     assert {"conv2d_224x224_3x64_k7s2", "max_pool2d", "mean"} <= cpu
 
 
-@pytest.mark.parametrize("tuner", [
-    pytest.param(t, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=DUP_BUG)) if t in ("ga", "dcoc") else t
-    for t in TUNERS])
+@pytest.mark.parametrize("tuner", TUNERS)
 def test_no_measurement_is_repeated(tmp_path_factory, tuner):
     """A run never measures the same (task, hw, knobs) twice (issue 4: every trial counts)."""
     res = tuned(tmp_path_factory, tuner)
@@ -171,9 +169,7 @@ def _resume_case(tmp_path_factory, tuner, keep: int):
 KEEP = 19  # records a kill left: the 11 default schedules and a first tuning chunk
 
 
-@pytest.mark.parametrize("tuner", [
-    pytest.param("dcoc", marks=pytest.mark.xfail(strict=True, raises=KeyError, reason=RESUME_DCOC_BUG)),
-    *BASELINES])
+@pytest.mark.parametrize("tuner", TUNERS)
 def test_resume_after_interruption_equals_uninterrupted(tmp_path_factory, tuner):
     full, res = _resume_case(tmp_path_factory, tuner, KEEP)
     assert (res.history, res.hardware, res.schedules, res.latency_ms) == \
@@ -185,11 +181,7 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path_factory, tuner)
     assert duplicates(rows) == []
 
 
-@pytest.mark.parametrize("tuner", [
-    pytest.param("dcoc", marks=pytest.mark.xfail(strict=True, raises=KeyError, reason=RESUME_DCOC_BUG)),
-    pytest.param("ga", marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=DUP_BUG + " (on resume the "
-                 "second measurement is answered from the records and not recorded: 39 lines)")),
-    *(t for t in BASELINES if t != "ga")])
+@pytest.mark.parametrize("tuner", TUNERS)
 def test_resumed_records_file_has_one_line_per_trial(tmp_path_factory, tuner):
     full, res = _resume_case(tmp_path_factory, tuner, KEEP)
     assert res.extra["replayed_trials"] == KEEP
@@ -198,9 +190,7 @@ def test_resumed_records_file_has_one_line_per_trial(tmp_path_factory, tuner):
     assert _trajectory(res) == _trajectory(full)
 
 
-@pytest.mark.parametrize("tuner", [
-    pytest.param("dcoc", marks=pytest.mark.xfail(strict=True, raises=KeyError, reason=RESUME_DCOC_BUG)),
-    "xgb"])
+@pytest.mark.parametrize("tuner", ["dcoc", "xgb"])
 def test_rerun_of_a_finished_run_measures_nothing(tmp_path_factory, tuner):
     full = tuned(tmp_path_factory, tuner)
     wd = _fresh(tmp_path_factory, f"rerun_{tuner}")
