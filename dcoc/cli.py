@@ -36,12 +36,19 @@ MetaSchedule using the DCOC search strategy.  MODEL is an ONNX file or a zoo nam
 (`dcoc models`)."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block): ``dcoc: error: ...``, exit 2."""
+
+    def error(self, message):
+        self.exit(2, f"dcoc: error: {' '.join(message.split())} (see '{self.prog} --help')\n")
+
+
 def _load(name: str):
     return importlib.import_module(f"dcoc.commands.{name}")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dcoc",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -122,7 +122,10 @@ def summary(res) -> str:
             out.append(render_table(["task", "weight", "best ms", "trials"], rows, right={1, 2, 3}))
             out.append("")
     out.append(f"latency    {res.latency_ms:.3f} ms  ({res.throughput:.1f} inferences/s)")
-    base = "pynq preset + default schedules" if res.target == "vta" else "untuned"
+    if res.target == "vta":
+        base = ("pynq preset" if res.board == "pynq" else f"{res.board} default 1x16x16") + " + default schedules"
+    else:
+        base = "untuned"
     out.append(f"baseline   {res.baseline_latency_ms:.3f} ms  ({base}); speedup {res.speedup:.2f}x")
     out.append(f"trials     {res.trials}  tuner {res.tuner}" + (f" (agents {res.agents})" if res.agents else "")
                + f"  seed {res.seed}  wall {res.wall_seconds:.0f} s")
