@@ -313,7 +313,8 @@ def summarize(rows: list[dict], ref: str = "evolutionary") -> str:
     if ort:
         lines.append("")
         o = ort[0]["best_ms"]
-        lines.append(f"ONNX Runtime (CPU EP, {ort[0].get('threads')} threads): {o:.4f} ms")
+        lines.append(f"ONNX Runtime (CPU EP, {ort[0].get('threads')} threads), stand-alone timing "
+                     f"at start: {o:.4f} ms (load varies; compare with the alongside timings)")
         for (w, b), per in by.items():
             if w != "model":
                 continue
