@@ -21,7 +21,7 @@ import argparse
 import math
 import time
 
-from dcoc.search import FunctionMeasurer, Knob, MeasureInput, Space, TuningTask
+from dcoc.search import FunctionMeasurer, Knob, Space, TuningTask
 from dcoc.search.synthetic import exhaustive_optimum, synthetic_cost, synthetic_task
 from dcoc.tuners import create, names
 

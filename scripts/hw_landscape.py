@@ -46,7 +46,7 @@ def _eval(args):
 
 
 def run(model="resnet18", board="pynq", jobs=None, cache=True) -> list[dict]:
-    from dcoc.search.vta_task import HW_KNOBS, hw_space
+    from dcoc.search.vta_task import hw_space
 
     root = os.path.join(os.environ.get("DCOC_CACHE", os.path.expanduser("~/.cache/dcoc")), "landscape")
     path = os.path.join(root, f"{model}_{board}.json")

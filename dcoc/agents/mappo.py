@@ -35,7 +35,7 @@ Effectiveness of PPO in Cooperative Multi-Agent Games") applied to the DCOC sett
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from dcoc.commands._common import add_model_arguments, add_target_argument, parse_input_shapes, render_table

@@ -555,7 +555,7 @@ class ConvPlan(_Base):
         wkeys = {}
         for wo in range(self.n_w):
             wk[wo] = wkeys.setdefault(self.col_geom(wo)[:3], len(wkeys))
-        nh, nc, nw = len(hkeys), len(ckeys), len(wkeys)
+        nc, nw = len(ckeys), len(wkeys)
         key = (hk[:, None, None] * nc + ck[None, :, None]) * nw + wk[None, None, :]
         return np.tile(key.reshape(-1), self.Nb)
 

@@ -11,7 +11,6 @@ processes).
 from __future__ import annotations
 
 import json
-import math
 import os
 
 import pytest
@@ -21,7 +20,7 @@ from dcoc.errors import ConfigError, DcocError
 from dcoc.result import TuneResult
 from dcoc.vta import HWConfig, get_board
 
-from api_util import (BASELINES, ISSUE5_KEYS, TUNERS, assert_history,
+from api_util import (ISSUE5_KEYS, TUNERS, assert_history,
                       default_latency_ms, duplicates, hw_fields, model_latency_ms, read_records,
                       shared_run, truncate_records, vta_layers)
 

@@ -1,6 +1,3 @@
-import json
-import math
-import os
 import subprocess
 import sys
 import textwrap
@@ -8,7 +5,7 @@ import textwrap
 import pytest
 
 from dcoc.errors import RecordsError
-from dcoc.search import FunctionMeasurer, MeasureResult, Records
+from dcoc.search import FunctionMeasurer, Records
 from dcoc.search.synthetic import synthetic_cost, synthetic_task
 from dcoc.tuners import create
 
