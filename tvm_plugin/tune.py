@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import logging
 import math
 import os
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from dcoc.errors import DcocError, TargetError
 from dcoc.result import TuneResult

@@ -64,10 +64,9 @@ def test_apply_roundtrip_and_dedupe(tspace):
     assert tspace.apply(bad) is None
 
 
-def test_space_is_deterministic(conv_task, llvm, tspace):
+def test_space_is_deterministic(tspace):
     from tvm_plugin.space import TraceSpace
 
-    et = conv_task.ms_task
     other = TraceSpace.from_context(tspace.context, tspace.context.space_generator
                                     .generate_design_space(tspace.context.mod), seed=0) \
         if hasattr(tspace, "context") else None
