@@ -381,6 +381,8 @@ class CoDesignConfig:
     new_hw_shortlist: int = 3       # unopened configs scored in detail per round
     open_margin: float = 0.01       # open a config only if predicted >= 1% faster (LCB)
     new_shape_bonus: float = 0.03   # optimism for a GEMM core shape never measured
+    hw_explore_every: int = 4       # rounds without an opening after which the most
+                                    # optimistic (UCB) shortlisted config is opened anyway
     cluster_after: int = 64         # agents="clustered": measurements before the knobs are clustered
     mappo: object = None            # MAPPOConfig (default: MAPPOConfig())
     confidence: object = None       # ConfidenceConfig (default: explore_frac 0.125)
@@ -455,6 +457,7 @@ class DCOCCoDesign:
         self._pred_cache: dict = {}
         self._defaults: dict = {}
         self._shapes_opened: set = set()
+        self._rounds_since_open = 0
         self.version = 0
         self.log: list[dict] = []
 
@@ -783,12 +786,22 @@ class DCOCCoDesign:
         jobs, new_hw = [], []
         # 1. open at most one new hardware config, and only when it is predicted, with
         #    confidence, to beat the incumbent's measured latency by open_margin
-        opening = self._choose_new_hw(cands, complete, best_lat)
+        explore = self._rounds_since_open >= self.cfg.hw_explore_every
+        opening = self._choose_new_hw(cands, complete, best_lat, explore)
+        self._rounds_since_open += 1
         if opening is not None and len(opening[1]) <= s.remaining:
             hw, plan = opening
             new_hw.append(hw.name)
+            self._rounds_since_open = 0
             jobs += plan
-        # 2. the rest of the round: confident candidates on complete hardware configs
+        # 2. a newly opened config that became the incumbent: its default-heuristic
+        #    schedules too (a floor under the cost model's choice at opening)
+        inc = s.hw[s.best_hw]
+        for li in range(len(L)):
+            k = self._default(li, inc)
+            if k is not None and not s.is_measured(inc, li, k) and len(jobs) < budget:
+                jobs.append((li, inc, k))
+        # 3. the rest of the round: confident candidates on complete hardware configs
         idx = [i for i, c in enumerate(cands) if c[1].name in complete]
         if idx and budget > len(jobs):
             pick = confidence_select(mu[idx], sd[idx], budget - len(jobs), self.rng, self.ccfg)
@@ -812,12 +825,14 @@ class DCOCCoDesign:
             from dcoc.vta import default_knobs
 
             try:
-                self._defaults[key] = default_knobs(self.s.layers[li].workload, hw)
+                k = default_knobs(self.s.layers[li].workload, hw)
             except DcocError:
-                self._defaults[key] = None
+                k = None
+            # the heuristic ignores the model epilogue's ACC use: it may not fit
+            self._defaults[key] = k if k is not None and self.space(li, hw).is_valid(k) else None
         return self._defaults[key]
 
-    def _choose_new_hw(self, cands, complete, best_lat):
+    def _choose_new_hw(self, cands, complete, best_lat, explore: bool = False):
         """(hw, jobs) of the most promising unopened hardware config, or None.
 
         The few unopened configs the walks reached with the best cheap estimate (every
@@ -827,6 +842,12 @@ class DCOCCoDesign:
         lower confidence bound of its predicted model throughput beats the incumbent's
         measured throughput by ``open_margin``; opening measures that schedule for every
         layer (so the config's model latency becomes known).
+
+        ``explore`` (no config opened for ``hw_explore_every`` rounds): if none passes the
+        LCB rule, the shortlisted config with the highest *upper* confidence bound is
+        opened, provided that bound beats the incumbent -- the hardware counterpart of the
+        candidates' exploration quota (the cost model has never seen the unopened
+        hardware, so its confident verdicts there are the least trustworthy).
         """
         L = self.s.layers
         by_hw: dict = {}
@@ -836,7 +857,7 @@ class DCOCCoDesign:
         if not by_hw:
             return None
         ranked = sorted(by_hw.values(), key=lambda v: self.model_estimate(v[0]))[: self.cfg.new_hw_shortlist]
-        best = None
+        best, best_ucb = None, None
         for hw, idx in ranked:
             mu_lat, var_lat, plan = 0.0, 0.0, []
             for lj, layer in enumerate(L):
@@ -859,11 +880,17 @@ class DCOCCoDesign:
                 continue
             thr = best_lat / mu_lat
             lcb = thr - self.ccfg.kappa * best_lat * math.sqrt(var_lat) / mu_lat ** 2
+            ucb = 2 * thr - lcb
             shape = (hw.batch, hw.block_in, hw.block_out)
             if shape not in self._shapes_opened:  # optimism for never-measured GEMM cores
                 lcb += self.cfg.new_shape_bonus
+                ucb += self.cfg.new_shape_bonus
             if lcb > 1.0 + self.cfg.open_margin and (best is None or lcb > best[0]):
                 best = (lcb, hw, plan)
+            if ucb > 1.0 and (best_ucb is None or ucb > best_ucb[0]):
+                best_ucb = (ucb, hw, plan)
+        if best is None and explore:
+            best = best_ucb
         if best is None:
             return None
         hw = best[1]

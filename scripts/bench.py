@@ -29,16 +29,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SUITES = {
     "quick": {
-        "sw": dict(layers=["C2", "C5", "C9"], seeds=[0, 1, 2], budget=300),
-        "codesign": dict(models=["resnet18"], boards=["pynq", "ultra96"], tuners=["dcoc", "random", "xgb"],
+        "sw": dict(layers=None, seeds=[0, 1, 2], budget=300),
+        "codesign": dict(models=["resnet18"], boards=["pynq", "ultra96"], tuners=None,
                          seeds=[0], trials=500),
-        "metaschedule": dict(quick=True),
+        "metaschedule": dict(budgets=[64], seeds=[0], population=128),
     },
     "full": {
         "sw": dict(layers=None, seeds=[0, 1, 2, 3, 4], budget=1000),
         "codesign": dict(models=["resnet18", "mobilenetv2"], boards=["pynq", "ultra96"], tuners=None,
                          seeds=[0, 1, 2], trials=2000),
-        "metaschedule": dict(quick=False),
+        "metaschedule": dict(budgets=[64, 256], seeds=[0, 1, 2], population=None),
     },
 }
 
@@ -293,16 +293,40 @@ def section_codesign(cfg: dict, img: str) -> tuple[str, dict]:
 
 
 def section_metaschedule(cfg: dict, img: str) -> tuple[str, dict]:
-    try:
-        from scripts import bench_metaschedule
-    except ImportError as exc:
-        return f"## 4. MetaSchedule\n\nNot available in this build: {exc}\n", {}
+    from scripts import bench_metaschedule
+
     t0 = time.perf_counter()
-    out = bench_metaschedule.run(quick=cfg["quick"])
+    rows = bench_metaschedule.run(budgets=cfg["budgets"], seeds=cfg["seeds"], population=cfg["population"],
+                                  log=lambda line: print(line, file=sys.stderr, flush=True))
     wall = time.perf_counter() - t0
-    md = bench_metaschedule.to_markdown(out) if hasattr(bench_metaschedule, "to_markdown") else \
-        "```\n" + json.dumps(out, indent=1, default=str)[:6000] + "\n```"
-    return f"## 4. MetaSchedule (llvm)\n\n{md}\n\n_Section wall time {wall:.0f} s._\n", out
+    pop = f" --population {cfg['population']}" if cfg["population"] else ""
+    md = ["## 4. MetaSchedule (llvm)", "",
+          f"Command: `python -m scripts.bench_metaschedule --budgets {' '.join(map(str, cfg['budgets']))} "
+          f"--seeds {' '.join(map(str, cfg['seeds']))}{pop}`; budgets {cfg['budgets']} trials per task "
+          f"(the model: per model), seeds {cfg['seeds']}; same builder, runner and "
+          "`num_trials_per_iter=16` for every strategy.  `best ms` = the best schedule re-timed "
+          "after tuning, interleaved with the other strategies' best (see the script's docstring); "
+          "ratios are per seed, vs EvolutionarySearch (< 1: DCOC faster kernels / less tuning time).",
+          "", bench_metaschedule.summarize(rows), ""]
+    ev = {}
+    for r in rows:
+        if r.get("strategy") in ("dcoc", "evolutionary"):
+            ev.setdefault((r["workload"], r["budget"], r["seed"]), {})[r["strategy"]] = r["best_ms"]
+    worse = sorted({f"{w} @ {b}" for (w, b, _), v in ev.items() if len(v) == 2 and v["dcoc"] > 1.02 * v["evolutionary"]})
+    better = sorted({f"{w} @ {b}" for (w, b, _), v in ev.items() if len(v) == 2 and v["dcoc"] < 0.98 * v["evolutionary"]})
+    md.append(f"**DCOC faster than EvolutionarySearch (> 2%, any seed):** {', '.join(better) or 'none'}.  ")
+    md.append(f"**DCOC slower (> 2%, any seed):** {', '.join(worse) or 'none'}.")
+    md.append(f"\n_Section wall time {wall:.0f} s._\n")
+    return "\n".join(md), {"rows": rows}
+
+
+def _jsonable(x):
+    """``x`` with tuple dict keys joined by ``|`` (raw results keep their structure)."""
+    if isinstance(x, dict):
+        return {("|".join(map(str, k)) if isinstance(k, tuple) else k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    return x
 
 
 def main(argv=None) -> int:
@@ -342,7 +366,7 @@ def main(argv=None) -> int:
         f.write("\n".join(head + parts) + "\n")
     os.makedirs(os.path.join(ROOT, "runs"), exist_ok=True)
     with open(os.path.join(ROOT, "runs", f"bench_raw_{a.suite}.json"), "w") as f:
-        json.dump(raw, f, default=str)
+        json.dump(_jsonable(raw), f, default=str)
     print(f"wrote {a.out}", file=sys.stderr)
     return 0
 

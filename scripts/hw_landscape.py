@@ -36,7 +36,7 @@ def _eval(args):
     total = 0.0
     for layer in _LAYERS:
         try:
-            r = simulate(layer.workload, hw, default_knobs(layer.workload, hw))
+            r = simulate(layer.workload, hw, default_knobs(layer.workload, hw), epilogue=layer.epilogue)
         except DcocError:
             return hw.name, None, hw.resources(dsp_budget=BOARDS[board].dsp)
         if not r.valid:
@@ -49,7 +49,10 @@ def run(model="resnet18", board="pynq", jobs=None, cache=True) -> list[dict]:
     from dcoc.search.vta_task import hw_space
 
     root = os.path.join(os.environ.get("DCOC_CACHE", os.path.expanduser("~/.cache/dcoc")), "landscape")
-    path = os.path.join(root, f"{model}_{board}.json")
+    from dcoc.vta.model import MODEL_EPILOGUE
+    from dcoc.search.vta_task import timing_model_tag
+
+    path = os.path.join(root, f"{model}_{board}_{timing_model_tag(MODEL_EPILOGUE)}.json")
     if cache and os.path.exists(path):
         with open(path) as f:
             return json.load(f)

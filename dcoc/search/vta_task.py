@@ -331,13 +331,10 @@ def parse_workload(spec: str):
     raise DcocError(f"bad workload '{spec}': expected C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
 
 
-def exhaustive(wl, hw, cache_dir: str | None = None, epilogue="default") -> dict:
-    """Simulate every point of ``wl``'s schedule space on ``hw``: ``{config key: seconds | None}``.
-
-    Cached as JSON under ``cache_dir`` (default ``$DCOC_CACHE/exhaustive`` or
-    ``~/.cache/dcoc/exhaustive``), keyed by workload, hardware, the timing constants and
-    the simulator's source, so any change of the timing model invalidates the cache.
-    """
+def timing_model_tag(epilogue="default") -> str:
+    """A short hash of the timing constants, the simulator's source and ``epilogue``:
+    caches of simulated times are keyed by it, so any change of the timing model
+    invalidates them."""
     import hashlib
     import json
     import os
@@ -346,17 +343,31 @@ def exhaustive(wl, hw, cache_dir: str | None = None, epilogue="default") -> dict
     vta = _vta()
     from dcoc.vta.simulator import DEFAULT_TIMING
 
-    root = cache_dir or os.path.join(os.environ.get("DCOC_CACHE", os.path.expanduser("~/.cache/dcoc")),
-                                     "exhaustive")
     h = hashlib.sha256(json.dumps(asdict(DEFAULT_TIMING), sort_keys=True, default=str).encode())
     src = os.path.dirname(vta.__file__)
     for fname in sorted(os.listdir(src)):  # the simulator's code is part of the key
         if fname.endswith(".py"):
             with open(os.path.join(src, fname), "rb") as f:
                 h.update(f.read())
+    h.update(repr(_epilogue(epilogue)).encode())
+    return h.hexdigest()[:12]
+
+
+def exhaustive(wl, hw, cache_dir: str | None = None, epilogue="default") -> dict:
+    """Simulate every point of ``wl``'s schedule space on ``hw``: ``{config key: seconds | None}``.
+
+    Cached as JSON under ``cache_dir`` (default ``$DCOC_CACHE/exhaustive`` or
+    ``~/.cache/dcoc/exhaustive``), keyed by workload, hardware and
+    :func:`timing_model_tag`.
+    """
+    import json
+    import os
+
+    vta = _vta()
+    root = cache_dir or os.path.join(os.environ.get("DCOC_CACHE", os.path.expanduser("~/.cache/dcoc")),
+                                     "exhaustive")
     ep = _epilogue(epilogue)
-    h.update(repr(ep).encode())
-    tag = h.hexdigest()[:12]
+    tag = timing_model_tag(epilogue)
     path = os.path.join(root, f"{wl.name}@{hw.name}@{tag}.json")
     if os.path.exists(path):
         with open(path) as f:
