@@ -46,7 +46,6 @@ from dcoc.tasks import Task, TaskList
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
-    import tvm
 
 __all__ = [
     "Model", "TargetSpec", "load", "load_model", "lower_for_tuning", "extract_tasks",
@@ -613,7 +612,6 @@ def load(source, input_shapes: Mapping[str, Sequence[int]] | None = None, *,
     zeros, so nothing large is read or copied (VGG-16: 0.2 s instead of ~4 s and
     ~1.1 GB).  Every workload is identical; use it when only the tasks are needed.
     """
-    import onnx
 
     path = None
     if isinstance(source, (str, os.PathLike)):
