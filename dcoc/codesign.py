@@ -228,19 +228,28 @@ def _rows(task, knobs, res, tuner, seed, trial) -> list[dict]:
                    first_trial=trial)
 
 
-def default_schedules(session: Session, hw) -> list[MeasureResult]:
-    """Measure every layer's default schedule (:func:`dcoc.vta.default_knobs`) on ``hw``."""
+def fitting_default(workload, hw, space: Space) -> dict | None:
+    """:func:`dcoc.vta.default_knobs` for ``workload`` on ``hw`` if it is valid in ``space``.
+
+    The heuristic ignores the model epilogue's ACC use, so it may not fit; None then.
+    """
     from dcoc.vta import default_knobs
 
+    try:
+        k = default_knobs(workload, hw)
+    except DcocError:
+        return None
+    return k if k is not None and space.is_valid(k) else None
+
+
+def default_schedules(session: Session, hw) -> list[MeasureResult]:
+    """Measure every layer's default schedule (:func:`dcoc.vta.default_knobs`) on ``hw``."""
     jobs = []
     for li, layer in enumerate(session.layers):
-        try:
-            k = default_knobs(layer.workload, hw)
-        except DcocError:
-            k = None
-        if k is None or not session.task(li, hw).space.is_valid(k):
-            # the heuristic ignores the model epilogue's ACC use: take a fitting schedule
-            sp = session.task(li, hw).space
+        sp = session.task(li, hw).space
+        k = fitting_default(layer.workload, hw, sp)
+        if k is None:
+            # take a fitting schedule instead
             rng = np.random.default_rng(child_seed(session.seed, "default", layer.key, hw.name))
             try:
                 k = sp.sample(rng)
@@ -822,14 +831,7 @@ class DCOCCoDesign:
     def _default(self, li: int, hw) -> dict | None:
         key = (li, hw.name)
         if key not in self._defaults:
-            from dcoc.vta import default_knobs
-
-            try:
-                k = default_knobs(self.s.layers[li].workload, hw)
-            except DcocError:
-                k = None
-            # the heuristic ignores the model epilogue's ACC use: it may not fit
-            self._defaults[key] = k if k is not None and self.space(li, hw).is_valid(k) else None
+            self._defaults[key] = fitting_default(self.s.layers[li].workload, hw, self.space(li, hw))
         return self._defaults[key]
 
     def _choose_new_hw(self, cands, complete, best_lat, explore: bool = False):
@@ -879,8 +881,8 @@ class DCOCCoDesign:
             if not math.isfinite(mu_lat) or not plan:
                 continue
             thr = best_lat / mu_lat
-            lcb = thr - self.ccfg.kappa * best_lat * math.sqrt(var_lat) / mu_lat ** 2
-            ucb = 2 * thr - lcb
+            half = self.ccfg.kappa * best_lat * math.sqrt(var_lat) / mu_lat ** 2
+            lcb, ucb = thr - half, thr + half
             shape = (hw.batch, hw.block_in, hw.block_out)
             if shape not in self._shapes_opened:  # optimism for never-measured GEMM cores
                 lcb += self.cfg.new_shape_bonus

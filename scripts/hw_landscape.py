@@ -46,12 +46,10 @@ def _eval(args):
 
 
 def run(model="resnet18", board="pynq", jobs=None, cache=True) -> list[dict]:
-    from dcoc.search.vta_task import hw_space
-
-    root = os.path.join(os.environ.get("DCOC_CACHE", os.path.expanduser("~/.cache/dcoc")), "landscape")
+    from dcoc.search.vta_task import cache_root, hw_space, timing_model_tag
     from dcoc.vta.model import MODEL_EPILOGUE
-    from dcoc.search.vta_task import timing_model_tag
 
+    root = cache_root("landscape")
     path = os.path.join(root, f"{model}_{board}_{timing_model_tag(MODEL_EPILOGUE)}.json")
     if cache and os.path.exists(path):
         with open(path) as f:

@@ -331,6 +331,13 @@ def parse_workload(spec: str):
     raise DcocError(f"bad workload '{spec}': expected C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
 
 
+def cache_root(name: str) -> str:
+    """``$DCOC_CACHE/name`` (default ``~/.cache/dcoc/name``): caches of simulated times."""
+    import os
+
+    return os.path.join(os.environ.get("DCOC_CACHE", os.path.expanduser("~/.cache/dcoc")), name)
+
+
 def timing_model_tag(epilogue="default") -> str:
     """A short hash of the timing constants, the simulator's source and ``epilogue``:
     caches of simulated times are keyed by it, so any change of the timing model
@@ -364,8 +371,7 @@ def exhaustive(wl, hw, cache_dir: str | None = None, epilogue="default") -> dict
     import os
 
     vta = _vta()
-    root = cache_dir or os.path.join(os.environ.get("DCOC_CACHE", os.path.expanduser("~/.cache/dcoc")),
-                                     "exhaustive")
+    root = cache_dir or cache_root("exhaustive")
     ep = _epilogue(epilogue)
     tag = timing_model_tag(epilogue)
     path = os.path.join(root, f"{wl.name}@{hw.name}@{tag}.json")

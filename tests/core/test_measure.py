@@ -2,7 +2,6 @@ import math
 import os
 import time
 
-
 from dcoc.search import FunctionMeasurer, MeasureErrorNo
 from dcoc.search.synthetic import synthetic_cost, synthetic_task
 from dcoc.tuners import create
