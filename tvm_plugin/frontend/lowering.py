@@ -1,0 +1,61 @@
+"""Legalize and fuse an unfused Relax module for MetaSchedule (the sequence
+``compile_relax`` runs)."""
+from __future__ import annotations
+
+from dcoc.errors import ModelError, TargetError
+from tvm_plugin.frontend.common import _CALL_OPS, _first_line, _quiet_native_stderr
+from tvm_plugin.frontend.targets import resolve_target
+
+
+def lower_for_tuning(mod, target="llvm", label: str = "model"):
+    """Legalize and fuse an unfused Relax module for MetaSchedule.
+
+    Runs ``library_dispatch_passes(target)``, ``LegalizeOps``, ``AnnotateTIROpPattern``,
+    ``FoldConstant``, ``FuseOps``, ``FuseTIR`` under ``with target, PassContext(opt_level=3)``
+    -- exactly the preparation ``ms.relax_integration.compile_relax`` applies, so tasks
+    extracted from the result match the database keys compile_relax looks up.  Compile with
+    the *unfused* module (``Model.mod``), never with this one (TVM notes section 7).
+    """
+    import tvm
+    from tvm import relax
+
+    spec = resolve_target(target)
+    if spec.is_vta:
+        raise TargetError("lower_for_tuning needs a TVM target (llvm, cuda or a JSON dict), "
+                          "not vta")
+    t = spec.tvm
+    try:
+        from tvm.relax import pipeline as rp
+
+        dispatch = list(rp.library_dispatch_passes(t))
+    except Exception:  # noqa: BLE001 - targets without a registered pipeline
+        dispatch = []
+    seq = tvm.transform.Sequential([
+        *dispatch,
+        relax.transform.LegalizeOps(),
+        relax.transform.AnnotateTIROpPattern(),
+        relax.transform.FoldConstant(),
+        relax.transform.FuseOps(),
+        relax.transform.FuseTIR(),
+    ])
+    try:
+        with _quiet_native_stderr(), t, tvm.transform.PassContext(opt_level=3):
+            return seq(mod)
+    except Exception as exc:  # noqa: BLE001
+        raise ModelError(f"TVM failed to legalize/fuse '{label}' for {spec.kind}: "
+                         f"{_first_line(exc)}") from None
+
+
+def _is_lowered(mod) -> bool:
+    """True when ``main`` only calls PrimFuncs/packed functions (legalized already)."""
+    import tvm
+    from tvm import relax
+
+    func = mod["main"]
+    for block in func.body.blocks:
+        for b in block.bindings:
+            v = b.value
+            if isinstance(v, relax.Call) and isinstance(v.op, tvm.ir.Op) and \
+                    v.op.name not in _CALL_OPS:
+                return False
+    return True
