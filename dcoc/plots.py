@@ -99,6 +99,20 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
                                        f"{res.get('model')} on {res.get('target')} "
                                        f"{res.get('board') or ''}: best end-to-end latency",
                                        ylabel="latency (ms)"))
+        if res.get("target") == "vta" and res.get("board"):
+            # the throughput/area Pareto front with the board's budget lines
+            from dcoc.pareto import front_from_run, plot_front
+
+            front, pts = res.get("pareto"), None
+            try:
+                computed, pts, _ = front_from_run(run_dir)
+                front = front if front is not None else computed
+            except Exception:  # noqa: BLE001 - records gone: draw the stored front alone
+                pass
+            if front:
+                written.append(plot_front(front, res["board"], os.path.join(out_dir, "pareto.png"),
+                                          points=pts, title=f"{res.get('model')} on {res.get('board')}: "
+                                                            "throughput / area Pareto front"))
     if os.path.exists(rec_path) and not written:  # per-task plots for plain records files
         rows = Records.load(rec_path).rows
         curves = curves_from_records(rows)

@@ -291,7 +291,8 @@ class HWConfig:
     def parse(cls, text: str, board: "str | None" = None) -> "HWConfig":
         """A preset name, or a config name such as ``1x16x16_i8w8a32_15_15_18_17`` (also the
         VTA form ``1x16_i8w8a32_15_15_18_17``) optionally followed by ``_<F>MHz_bus<B>``.
-        Clock and bus default to ``board``'s (or pynq's) when the name does not give them."""
+        When the name does not give them, the bus is ``board``'s (or pynq's) and the clock
+        the one that board achieves for this core (:meth:`Board.clock_mhz`)."""
         s = str(text).strip()
         if s.lower() in PRESETS:
             return cls.preset(s)
@@ -302,14 +303,17 @@ class HWConfig:
                               f"({', '.join(PRESETS)}) or a name like 1x16x16_i8w8a32_15_15_18_17")
         b, bi, bo, u, i, w, a, f, bus = m.groups()
         bo = bo or bi
+        bd = None
         if f is None:
             bd = BOARDS.get(board or "pynq")
             if bd is None:
                 raise ConfigError(f"unknown board {board!r}; choose from {', '.join(BOARDS)}")
             f, bus = bd.freq_mhz, bd.bus_bytes
-        return cls(batch=int(b), block_in=int(bi), block_out=int(bo), log_uop_buff=int(u),
-                   log_inp_buff=int(i), log_wgt_buff=int(w), log_acc_buff=int(a),
-                   freq_mhz=float(f), bus_bytes=int(bus))
+        hw = cls(batch=int(b), block_in=int(bi), block_out=int(bo), log_uop_buff=int(u),
+                 log_inp_buff=int(i), log_wgt_buff=int(w), log_acc_buff=int(a),
+                 freq_mhz=float(f), bus_bytes=int(bus))
+        # no clock in the name: the clock the board achieves for this core (Board.clock_mhz)
+        return bd.realize(hw) if bd is not None else hw
 
     def replace(self, **changes) -> "HWConfig":
         """A copy with some parameters changed (validated again)."""
