@@ -61,3 +61,10 @@ def test_parse_without_clock_takes_the_achievable_clock():
     hw = HWConfig.parse("2x16x16_i8w8a32_15_15_18_17", board="pynq")
     assert hw.freq_mhz == BOARDS["pynq"].clock_mhz(hw) < 100
     assert HWConfig.parse("2x16x16_i8w8a32_15_15_18_17_100MHz_bus8").freq_mhz == 100
+
+
+def test_clock_other_scales_only_new_cores():
+    bd = BOARDS["ultra96"]
+    with estimate_scale(clock_other=0.8):
+        assert bd.clock_mhz(bd.default_hw()) == bd.freq_mhz
+        assert bd.clock_mhz(_hw("ultra96", bo=32)) == pytest.approx(0.8 * bd.freq_mhz, abs=1)
