@@ -268,6 +268,9 @@ def _check_fits(hw, bd) -> None:
     problems = list(bd.violations(hw))
     if hw.freq_mhz > bd.freq_mhz:
         problems.append(f"clock {hw.freq_mhz:g} MHz > {bd.freq_mhz:g} MHz of {bd.name}")
+    elif hasattr(bd, "clock_mhz") and hw.freq_mhz > bd.clock_mhz(hw):
+        problems.append(f"clock {hw.freq_mhz:g} MHz > {bd.clock_mhz(hw):g} MHz this core "
+                        f"achieves on {bd.name} (adder-tree depth / LUT congestion model)")
     if hw.bus_bytes > bd.bus_bytes:
         problems.append(f"{hw.bus_bytes}-byte bus > {bd.bus_bytes}-byte bus of {bd.name}")
     if problems:
