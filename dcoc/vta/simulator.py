@@ -12,6 +12,9 @@ and the port is held for the whole data phase of the instruction.  Durations:
 * LOAD/STORE: ``insn_overhead`` + top pad rows (SRAM writes) + per data row
   (``dram_latency`` + ceil(row bytes / bus bytes) beats + the row's x-pad writes)
   + bottom pad rows.  NOPs (x_size = 0) cost the instruction overhead only.
+  INP/WGT loads of a tensor that does not stay in the coherent L2 of the Zynq-7000 ACP
+  port stream from DDR: more latency per row and more cycles per burst
+  (:mod:`dcoc.vta.memsys`, decided once per program from the tensors' reuse distances).
 * GEMM: ``insn_overhead + iter_out*iter_in*(n_uops*gemm_ii + gemm_loop_overhead)``
   (HLS: the micro-op loop is pipelined with II=1 and re-entered for every
   (iter_out, iter_in) pair, paying its pipeline fill each time).
