@@ -68,3 +68,19 @@ def test_clock_other_scales_only_new_cores():
     with estimate_scale(clock_other=0.8):
         assert bd.clock_mhz(bd.default_hw()) == bd.freq_mhz
         assert bd.clock_mhz(_hw("ultra96", bo=32)) == pytest.approx(0.8 * bd.freq_mhz, abs=1)
+
+
+def test_sensitivity_scenarios_move_feasibility_and_clock():
+    from scripts.bench_sensitivity import SCENARIOS, candidates, scenario_configs
+
+    cands = candidates()
+    assert len(cands) > 30 and SCENARIOS[0][0] == "nominal"
+    bd = BOARDS["pynq"]
+    nom, d_nom, f_nom = scenario_configs(bd, 1.0, 1.0, cands)
+    more_lut, _, _ = scenario_configs(bd, 1.2, 1.0, cands)
+    assert set(more_lut) < set(nom)  # bigger LUT estimates rule configs out
+    _, d_slow, f_slow = scenario_configs(bd, 1.0, 0.8, cands)
+    assert f_nom[d_nom]["freq_mhz"] == 100 and f_slow[d_slow]["freq_mhz"] == 80
+    _, d_other, f_other = scenario_configs(bd, 1.0, 1.0, cands, clock_other=0.8)
+    assert f_other[d_other]["freq_mhz"] == 100  # the shipped core keeps its published clock
+    assert all(v["freq_mhz"] <= 80 for k, v in f_other.items() if not k.startswith("1x16x16_"))
