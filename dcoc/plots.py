@@ -99,14 +99,13 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
                                        f"{res.get('model')} on {res.get('target')} "
                                        f"{res.get('board') or ''}: best end-to-end latency",
                                        ylabel="latency (ms)"))
-        if res.get("target") == "vta" and res.get("board"):
-            # the throughput/area Pareto front with the board's budget lines
+        if res.get("target") == "vta" and res.get("board") and res.get("pareto") is not None:
+            # a --pareto run: the throughput/area front with the board's budget lines
             from dcoc.pareto import front_from_run, plot_front
 
-            front, pts = res.get("pareto"), None
+            front, pts = res["pareto"], None
             try:
-                computed, pts, _ = front_from_run(run_dir)
-                front = front if front is not None else computed
+                pts = front_from_run(run_dir)[1]
             except Exception:  # noqa: BLE001 - records gone: draw the stored front alone
                 pass
             if front:
