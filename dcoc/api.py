@@ -129,7 +129,8 @@ def tune_task(workload, hw="pynq", tuner: str = "xgb", trials: int = 200, seed: 
 def tune(model, target="vta", board: str = "pynq", trials: int = 2000, tuner: str = "dcoc",
          agents: str = "dcoc", seed: int = 0, work_dir: str | None = None, resume: bool = True,
          hardware=None, input_shapes: dict | None = None, measurer=None,
-         n_workers: int | None = None, progress: bool = False, **kwargs) -> TuneResult:
+         n_workers: int | None = None, progress: bool = False, pareto: bool = False,
+         **kwargs) -> TuneResult:
     """Tune a whole model.
 
     Parameters
@@ -149,6 +150,8 @@ def tune(model, target="vta", board: str = "pynq", trials: int = 2000, tuner: st
     hardware: VTA only: a fixed HWConfig (or preset/name): tune software only.
     input_shapes: ``{input name: shape}`` for models with dynamic input dimensions.
     progress: show a progress bar on stderr.
+    pareto: VTA only: also return the throughput/area Pareto front over every hardware
+        config the search completed (``result.pareto``, :mod:`dcoc.pareto`).
     """
     from dcoc.tuners import names as tuner_names
 
@@ -161,6 +164,8 @@ def tune(model, target="vta", board: str = "pynq", trials: int = 2000, tuner: st
     if int(trials) < 1:
         raise DcocError(f"trials must be >= 1, got {trials}")
     is_vta = isinstance(target, str) and target.strip().lower() == "vta"
+    if pareto and not is_vta:
+        raise DcocError("pareto=True needs target='vta' (the front is over VTA hardware configs)")
     label = getattr(model, "name", None) or model
     if work_dir is None:
         hw_name = None
@@ -177,8 +182,14 @@ def tune(model, target="vta", board: str = "pynq", trials: int = 2000, tuner: st
                             "which llvm/cuda tuning always reuses; choose a new work_dir")
         return tune_model(model, target, trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir,
                           input_shapes=input_shapes, agents=agents, progress=progress, **kwargs)
-    return _tune_vta(model, board, int(trials), tuner, agents, seed, work_dir, resume,
-                     hardware, input_shapes, measurer, n_workers, progress, **kwargs)
+    res = _tune_vta(model, board, int(trials), tuner, agents, seed, work_dir, resume,
+                    hardware, input_shapes, measurer, n_workers, progress, **kwargs)
+    if pareto:  # from the run's records + the resource model (dcoc.pareto)
+        from dcoc.pareto import front_from_run
+
+        res.pareto = front_from_run(res.work_dir)[0]
+        res.save(os.path.join(res.work_dir, "result.json"))
+    return res
 
 
 def _target_label(target) -> str:
@@ -246,7 +257,7 @@ def _tune_vta(model, board, trials, tuner, agents, seed, work_dir, resume, hardw
         model=getattr(tasks, "model", str(model)), work_dir=work_dir,
         database_path=records.path, wall_seconds=time.perf_counter() - t0,
         extra={"hardware_explored": len(session.hw), "replayed_trials": session.replayed,
-               "resources": hw.resources(dsp_budget=bd.dsp)},
+               "resources": bd.usage(hw)},
     )
     res.save(os.path.join(work_dir, "result.json"))
     return res
@@ -257,6 +268,9 @@ def _check_fits(hw, bd) -> None:
     problems = list(bd.violations(hw))
     if hw.freq_mhz > bd.freq_mhz:
         problems.append(f"clock {hw.freq_mhz:g} MHz > {bd.freq_mhz:g} MHz of {bd.name}")
+    elif hasattr(bd, "clock_mhz") and hw.freq_mhz > bd.clock_mhz(hw):
+        problems.append(f"clock {hw.freq_mhz:g} MHz > {bd.clock_mhz(hw):g} MHz this core "
+                        f"achieves on {bd.name} (adder-tree depth / LUT congestion model)")
     if hw.bus_bytes > bd.bus_bytes:
         problems.append(f"{hw.bus_bytes}-byte bus > {bd.bus_bytes}-byte bus of {bd.name}")
     if problems:

@@ -99,6 +99,19 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
                                        f"{res.get('model')} on {res.get('target')} "
                                        f"{res.get('board') or ''}: best end-to-end latency",
                                        ylabel="latency (ms)"))
+        if res.get("target") == "vta" and res.get("board") and res.get("pareto") is not None:
+            # a --pareto run: the throughput/area front with the board's budget lines
+            from dcoc.pareto import front_from_run, plot_front
+
+            front, pts = res["pareto"], None
+            try:
+                pts = front_from_run(run_dir)[1]
+            except Exception:  # noqa: BLE001 - records gone: draw the stored front alone
+                pass
+            if front:
+                written.append(plot_front(front, res["board"], os.path.join(out_dir, "pareto.png"),
+                                          points=pts, title=f"{res.get('model')} on {res.get('board')}: "
+                                                            "throughput / area Pareto front"))
     if os.path.exists(rec_path) and not written:  # per-task plots for plain records files
         rows = Records.load(rec_path).rows
         curves = curves_from_records(rows)

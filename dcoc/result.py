@@ -93,6 +93,8 @@ class TuneResult:
     wall_seconds: float = 0.0
     executable: Any = field(default=None, repr=False)
     extra: dict = field(default_factory=dict)
+    #: VTA with ``pareto=True``: the throughput/area front (:mod:`dcoc.pareto`), else None
+    pareto: list | None = None
     _runner: Any = field(default=None, repr=False)
 
     @property
@@ -132,6 +134,7 @@ class TuneResult:
             "database_path": self.database_path,
             "wall_seconds": round(self.wall_seconds, 2),
             **({"extra": self.extra} if self.extra else {}),
+            **({"pareto": self.pareto} if self.pareto is not None else {}),
         }
 
     def save(self, path: str) -> str:

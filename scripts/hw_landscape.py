@@ -38,11 +38,11 @@ def _eval(args):
         try:
             r = simulate(layer.workload, hw, default_knobs(layer.workload, hw), epilogue=layer.epilogue)
         except DcocError:
-            return hw.name, None, hw.resources(dsp_budget=BOARDS[board].dsp)
+            return hw.name, None, BOARDS[board].usage(hw)
         if not r.valid:
-            return hw.name, None, hw.resources(dsp_budget=BOARDS[board].dsp)
+            return hw.name, None, BOARDS[board].usage(hw)
         total += layer.count * r.seconds
-    return hw.name, total, hw.resources(dsp_budget=BOARDS[board].dsp)
+    return hw.name, total, BOARDS[board].usage(hw)
 
 
 def run(model="resnet18", board="pynq", jobs=None, cache=True) -> list[dict]:

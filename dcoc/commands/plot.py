@@ -5,7 +5,8 @@ NAME = "plot"
 HELP = "write tuning-curve PNGs for a `dcoc tune` work dir or a records file"
 DESCRIPTION = """\
 Write PNG plots: for a `dcoc tune` work dir, curve.png (best end-to-end latency vs trials,
-with the pynq-preset baseline); for any records file, one task_<name>.png per task (best
+with the pynq-preset baseline) and, for a `dcoc tune --pareto` run, pareto.png (the
+throughput/area Pareto front against the board's BRAM36/DSP/LUT budget); for any records file, one task_<name>.png per task (best
 schedule cost vs trials, one line per tuner/seed).
 
 examples:

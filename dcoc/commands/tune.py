@@ -60,6 +60,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--runner", default="local",
                         help="llvm/cuda: 'local' or 'rpc://HOST:PORT/KEY' (TVM RPC tracker)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--pareto", action="store_true",
+                        help="vta: also report the throughput/area Pareto front (BRAM36, DSP, LUT) "
+                             "over every hardware config the search completed (result.json 'pareto')")
 
 
 def run(args) -> int:
@@ -73,8 +76,10 @@ def run(args) -> int:
                     tuner=args.tuner, agents=args.agents, seed=args.seed, work_dir=args.work_dir,
                     resume=not args.no_resume, hardware=args.hardware, input_shapes=shapes,
                     n_workers=args.workers, progress=not args.quiet,
-                    **kw)
+                    **({"pareto": True} if getattr(args, "pareto", False) else {}), **kw)
     print(summary(res))
+    if getattr(res, "pareto", None) is not None:
+        print(pareto_summary(res.pareto, res.board))
     try:
         from dcoc.plots import plot_run_dir
 
@@ -85,6 +90,15 @@ def run(args) -> int:
         res.save(args.json)
         print(f"result written to {args.json}")
     return 0
+
+
+def pareto_summary(front, board) -> str:
+    """The Pareto front as a table (one row per non-dominated hardware config)."""
+    rows = [[p["hardware"]["name"], f"{p['latency_ms']:.3f}", f"{p['throughput']:.1f}",
+             p["resources"]["bram36"], p["resources"]["dsp"], p["resources"]["lut"]] for p in front]
+    return (f"\nPareto front on {board} ({len(front)} non-dominated configs; schedules in result.json)\n"
+            + render_table(["hardware", "ms", "inf/s", "BRAM36", "DSP", "LUT"], rows,
+                           right={1, 2, 3, 4, 5}))
 
 
 def _target_arg(text: str):

@@ -42,10 +42,13 @@ def _vta():
 
 
 def make_hw(values: dict, board) -> "object":
-    """HWConfig from hardware-knob values at the board's clock and bus width."""
+    """HWConfig from hardware-knob values at the board's bus width and the clock the board
+    achieves for that core (:meth:`dcoc.vta.config.Board.clock_mhz`)."""
     vta = _vta()
-    return vta.HWConfig(**{k: int(values[k]) for k in HW_KNOBS},
-                        freq_mhz=board.freq_mhz, bus_bytes=board.bus_bytes)
+    hw = vta.HWConfig(**{k: int(values[k]) for k in HW_KNOBS},
+                      freq_mhz=board.freq_mhz, bus_bytes=board.bus_bytes)
+    # the achievable clock of this core on the board (tree depth, congestion)
+    return board.realize(hw) if hasattr(board, "realize") else hw
 
 
 def hw_space(board="pynq", ranges: dict | None = None) -> Space:

@@ -401,6 +401,90 @@ class _Base:
     def alu_list(self):
         return self.epilogue.alu_ops() if self.epilogue is not None else []
 
+    # -- shared by ConvPlan and DensePlan -------------------------------------------------
+    def _init_buffers(self, inp_sz: int, wgt_sz: int, acc_sz: int) -> None:
+        """Per-thread SRAM footprints (elements) + the epilogue's bias/residual slots; checks
+        that ``nctx`` replicas fit (PlanError otherwise)."""
+        ops = self.alu_list()
+        self.has_bias = any(o[0] == "bias" for o in ops)
+        self.has_res = any(o[0] == "residual" for o in ops)
+        self.inp_sz, self.wgt_sz, self.acc_sz = inp_sz, wgt_sz, acc_sz
+        self.bias_sz = self.tco if self.has_bias else 0
+        self.res_sz = self.acc_sz if self.has_res else 0
+        n = self.nctx
+        _check_fits(self.hw, n * self.inp_sz, n * self.wgt_sz,
+                    n * (self.acc_sz + self.bias_sz + self.res_sz), n)
+
+    # SRAM bases per buffer slot (thread context)
+    def inp_base(self, slot): return slot * self.inp_sz
+    def wgt_base(self, slot): return slot * self.wgt_sz
+    def acc_base(self, slot): return slot * self.acc_sz
+    def bias_base(self, slot): return self.nctx * self.acc_sz + slot * self.bias_sz
+    def res_base(self, slot): return self.nctx * (self.acc_sz + self.bias_sz) + slot * self.res_sz
+
+    def _alu_kernels(self, slot: int, ext: list, dc: list, bias_coef: list) -> list:
+        """The epilogue's ALU kernels of one context over the ACC tile ``ext`` (strides
+        ``dc``); the bias operand is broadcast with ``bias_coef``."""
+        a = self.acc_base(slot)
+        alus = []
+        for n, (op, imm) in enumerate(self.alu_list()):
+            if op == "bias":
+                sc, sb = bias_coef, self.bias_base(slot)
+            elif op == "residual":
+                sc, sb = dc, self.res_base(slot)
+            else:
+                sc, sb = dc, a
+            alus.append(alu_kernel(("alu", n, slot), op, imm, ext, dc, sc, a, sb))
+        return alus
+
+    def _check_kernels(self) -> None:
+        for k in list(self.k_reset.values()) + list(self.k_gemm.values()):
+            _check_kernel(k, self.hw)
+        for ks in self.k_alu.values():
+            for k in ks:
+                _check_kernel(k, self.hw)
+
+    def emit_prologue(self, q: "InsnStream"):
+        for _ in self.contexts:
+            q.dep_push(S, C)
+
+    def emit_epilogue(self, q: "InsnStream"):
+        for _ in self.contexts:
+            q.dep_pop(S, C)
+        q.synchronize()
+
+    def _emit_bias(self, q, dram, slot, co):
+        q.load(MEM_ACC, self.bias_base(slot), dram.elem("bias", co * self.tco), 1, self.tco,
+               self.tco)
+
+    def _emit_residual(self, q, dram, slot, dims, base):
+        for off, y, x, st, so in _dma_2d(dims, base, True):
+            _check_mem(y, x, st, what="residual load")
+            q.load(MEM_ACC, self.res_base(slot) + so, off, y, x, st)
+
+    def _emit_weights(self, q, dram, slot, dims, base):
+        for off, y, x, st, so in _dma_2d(dims, base, True):
+            _check_mem(y, x, st, what="weight load")
+            q.load(MEM_WGT, self.wgt_base(slot) + so, off, y, x, st)
+
+    def _emit_alu(self, q, slot):
+        for k in self.k_alu[slot]:
+            q.run_kernel(k)
+
+    def _emit_store(self, q, slot, dims, base):
+        for off, y, x, st, so in _dma_2d(dims, base, True):
+            _check_mem(y, x, st, what="store")
+            q.store(self.acc_base(slot) + so, off, y, x, st)
+
+    def _pack_bias(self, bias, n_valid: int):
+        """Bias DRAM region: int32 per output channel, broadcast over the BATCH rows."""
+        B, BO = self.hw.batch, self.hw.block_out
+        bb = np.zeros((self.COb * BO,), np.int32)
+        if bias is not None:
+            bb[:n_valid] = bias
+        bb = np.broadcast_to(bb.reshape(self.COb, 1, BO), (self.COb, B, BO))
+        return np.ascontiguousarray(bb).view(np.uint8).reshape(-1)
+
 
 def _check_fits(hw: HWConfig, inp: int, wgt: int, acc: int, nctx: int):
     if inp > hw.inp_depth:
@@ -471,24 +555,9 @@ class ConvPlan(_Base):
         # emission order: h-thread major, oc-thread minor; buffer slot = oc * hn + h
         self.contexts = [(h, oc, oc * self.hn + h) for h in range(self.hn) for oc in range(self.ocn)]
         self.padded = any(wl.padding)
-        ops = self.alu_list()
-        self.has_bias = any(o[0] == "bias" for o in ops)
-        self.has_res = any(o[0] == "residual" for o in ops)
-        self.inp_sz = self.tci * self.in_rows * self.in_cols
-        self.wgt_sz = self.tco * self.tci * self.KH * self.KW
-        self.acc_sz = self.tco * self.th * self.tw
-        self.bias_sz = self.tco if self.has_bias else 0
-        self.res_sz = self.acc_sz if self.has_res else 0
-        n = self.nctx
-        _check_fits(hw, n * self.inp_sz, n * self.wgt_sz, n * (self.acc_sz + self.bias_sz + self.res_sz), n)
+        self._init_buffers(self.tci * self.in_rows * self.in_cols,
+                           self.tco * self.tci * self.KH * self.KW, self.tco * self.th * self.tw)
         self._build_kernels()
-
-    # SRAM bases per buffer slot
-    def inp_base(self, slot): return slot * self.inp_sz
-    def wgt_base(self, slot): return slot * self.wgt_sz
-    def acc_base(self, slot): return slot * self.acc_sz
-    def bias_base(self, slot): return self.nctx * self.acc_sz + slot * self.bias_sz
-    def res_base(self, slot): return self.nctx * (self.acc_sz + self.bias_sz) + slot * self.res_sz
 
     def _build_kernels(self):
         th, tw, tci, tco = self.th, self.tw, self.tci, self.tco
@@ -503,24 +572,8 @@ class ConvPlan(_Base):
                      (KH, 0, ic, KW), (tco, th * tw, 0, tci * KH * KW), (th, tw, self.sh * ic, 0)]
             f, u = fold_gemm_loops(loops, (a, i, w))
             self.k_gemm[slot] = UopKernel(("gemm", slot), f, u, "gemm")
-            alus = []
-            for n, (op, imm) in enumerate(self.alu_list()):
-                ext = [tco, th, tw]
-                dc = [th * tw, tw, 1]
-                if op == "bias":
-                    sc, sb = [1, 0, 0], self.bias_base(slot)
-                elif op == "residual":
-                    sc, sb = dc, self.res_base(slot)
-                else:
-                    sc, sb = dc, a
-                alus.append(alu_kernel(("alu", n, slot), op, imm, ext, dc, sc, a, sb))
-            self.k_alu[slot] = alus
-        for ks in (self.k_reset, self.k_gemm):
-            for k in ks.values():
-                _check_kernel(k, self.hw)
-        for ks in self.k_alu.values():
-            for k in ks:
-                _check_kernel(k, self.hw)
+            self.k_alu[slot] = self._alu_kernels(slot, [tco, th, tw], [th * tw, tw, 1], [1, 0, 0])
+        self._check_kernels()
 
     # -- iteration space -----------------------------------------------------------------
     def strides(self) -> list[int]:
@@ -576,16 +629,7 @@ class ConvPlan(_Base):
         b = r // self.n_ho
         return (b, ho, coo, wo)
 
-    # -- emission -----------------------------------------------------------------------
-    def emit_prologue(self, q: InsnStream):
-        for _ in self.contexts:
-            q.dep_push(S, C)
-
-    def emit_epilogue(self, q: InsnStream):
-        for _ in self.contexts:
-            q.dep_pop(S, C)
-        q.synchronize()
-
+    # -- emission (emit_prologue / emit_epilogue: _Base) ---------------------------------
     # a tile iteration is emitted in parts (0: tile start, 1..n_ci: reduction steps,
     # n_ci + 1: epilogue + store) so the fast path can also skip periods of the ci loop
     # (without ALU ops the end part would set a flag on the last GEMM of the previous
@@ -636,14 +680,12 @@ class ConvPlan(_Base):
             q.dep_pop(S, C)
             if on:
                 if self.has_bias:
-                    q.load(MEM_ACC, self.bias_base(slot), dram.elem("bias", co * tco), 1, tco, tco)
+                    self._emit_bias(q, dram, slot, co)
                 if self.has_res:
                     dims = [(tco, self.OH * self.OW), (th, self.OW), (tw, 1)]
                     base = dram.elem("res", ((b * self.COb + co * tco) * self.OH + hi * th)
                                      * self.OW + wo * tw)
-                    for off, y, x, st, so in _dma_2d(dims, base, True):
-                        _check_mem(y, x, st, what="residual load")
-                        q.load(MEM_ACC, self.res_base(slot) + so, off, y, x, st)
+                    self._emit_residual(q, dram, slot, dims, base)
                 q.run_kernel(self.k_reset[slot])
             q.dep_push(C, L)
 
@@ -672,8 +714,7 @@ class ConvPlan(_Base):
                 q.dep_pop(C, L)
             for slot, hi, co, on in ctx:
                 if on:
-                    for k in self.k_alu[slot]:
-                        q.run_kernel(k)
+                    self._emit_alu(q, slot)
                 q.dep_push(C, S)
         else:
             for slot, hi, co, on in ctx:
@@ -686,9 +727,7 @@ class ConvPlan(_Base):
                 dims = [(tco, self.OH * self.OW), (th, self.OW), (tw, 1)]
                 base = dram.elem("out", ((b * self.COb + co * tco) * self.OH + hi * th)
                                  * self.OW + wo * tw)
-                for off, y, x, st, so in _dma_2d(dims, base, True):
-                    _check_mem(y, x, st, what="store")
-                    q.store(self.acc_base(slot) + so, off, y, x, st)
+                self._emit_store(q, slot, dims, base)
             q.dep_push(S, C)
 
     def _emit_loads(self, q, dram, slot, b, hi, co, kc, cpad0, csz, cpad1, c0):
@@ -710,9 +749,7 @@ class ConvPlan(_Base):
                 q.load(MEM_INP, self.inp_base(slot) + so, off, y, x, st)
         wdims = [(tco, self.CIb * self.KH * self.KW), (self.tci * self.KH * self.KW, 1)]
         wbase = dram.elem("wgt", ((co * tco) * self.CIb + kc * self.tci) * self.KH * self.KW)
-        for off, y, x, st, so in _dma_2d(wdims, wbase, True):
-            _check_mem(y, x, st, what="weight load")
-            q.load(MEM_WGT, self.wgt_base(slot) + so, off, y, x, st)
+        self._emit_weights(q, dram, slot, wdims, wbase)
 
     # -- DRAM image ------------------------------------------------------------------------
     def dram_regions(self) -> dict[str, tuple[int, int]]:
@@ -744,11 +781,7 @@ class ConvPlan(_Base):
         out = {"inp": np.ascontiguousarray(x).view(np.uint8).reshape(-1),
                "wgt": np.ascontiguousarray(w).view(np.uint8).reshape(-1)}
         if self.has_bias:
-            bb = np.zeros((self.COb * BO,), np.int32)
-            if bias is not None:
-                bb[:CO] = bias
-            bb = np.broadcast_to(bb.reshape(self.COb, 1, BO), (self.COb, B, BO))
-            out["bias"] = np.ascontiguousarray(bb).view(np.uint8).reshape(-1)
+            out["bias"] = self._pack_bias(bias, CO)
         if self.has_res:
             rr = np.zeros((self.Nb * B, self.COb * BO, self.OH, self.OW), np.int32)
             if residual is not None:
@@ -785,23 +818,8 @@ class DensePlan(_Base):
         self.n_coo = _ceil(self.n_co, self.ocn)
         self.nctx = self.ocn
         self.contexts = [(0, oc, oc) for oc in range(self.ocn)]
-        ops = self.alu_list()
-        self.has_bias = any(o[0] == "bias" for o in ops)
-        self.has_res = any(o[0] == "residual" for o in ops)
-        self.inp_sz = self.tci
-        self.wgt_sz = self.tco * self.tci
-        self.acc_sz = self.tb * self.tco
-        self.bias_sz = self.tco if self.has_bias else 0
-        self.res_sz = self.acc_sz if self.has_res else 0
-        n = self.nctx
-        _check_fits(hw, n * self.inp_sz, n * self.wgt_sz, n * (self.acc_sz + self.bias_sz + self.res_sz), n)
+        self._init_buffers(self.tci, self.tco * self.tci, self.tb * self.tco)
         self._build_kernels()
-
-    def inp_base(self, slot): return slot * self.inp_sz
-    def wgt_base(self, slot): return slot * self.wgt_sz
-    def acc_base(self, slot): return slot * self.acc_sz
-    def bias_base(self, slot): return self.nctx * self.acc_sz + slot * self.bias_sz
-    def res_base(self, slot): return self.nctx * (self.acc_sz + self.bias_sz) + slot * self.res_sz
 
     def _build_kernels(self):
         tb, tci, tco = self.tb, self.tci, self.tco
@@ -814,23 +832,8 @@ class DensePlan(_Base):
                 f, u = fold_gemm_loops([(tci, 0, 1, 1), (tco, 1, 0, tci)],
                                        (a, self.inp_base(slot), self.wgt_base(slot)))
                 self.k_gemm[slot, bi] = UopKernel(("gemm", slot, bi), f, u, "gemm")
-            alus = []
-            a = self.acc_base(slot)
-            for n, (op, imm) in enumerate(self.alu_list()):
-                ext, dc = [tb, tco], [tco, 1]
-                if op == "bias":
-                    sc, sb = [0, 1], self.bias_base(slot)
-                elif op == "residual":
-                    sc, sb = dc, self.res_base(slot)
-                else:
-                    sc, sb = dc, a
-                alus.append(alu_kernel(("alu", n, slot), op, imm, ext, dc, sc, a, sb))
-            self.k_alu[slot] = alus
-        for k in list(self.k_reset.values()) + list(self.k_gemm.values()):
-            _check_kernel(k, self.hw)
-        for ks in self.k_alu.values():
-            for k in ks:
-                _check_kernel(k, self.hw)
+            self.k_alu[slot] = self._alu_kernels(slot, [tb, tco], [tco, 1], [0, 1])
+        self._check_kernels()
 
     n_parts = 1
 
@@ -859,15 +862,6 @@ class DensePlan(_Base):
     def iteration_at(self, idx: int):
         return (idx // self.n_coo, idx % self.n_coo)
 
-    def emit_prologue(self, q: InsnStream):
-        for _ in self.contexts:
-            q.dep_push(S, C)
-
-    def emit_epilogue(self, q: InsnStream):
-        for _ in self.contexts:
-            q.dep_pop(S, C)
-        q.synchronize()
-
     def emit_iteration(self, q: InsnStream, it, dram: "DramLayout"):
         bo, coo = it
         ctx = [(slot, coo * self.ocn + oc, coo * self.ocn + oc < self.n_co)
@@ -876,12 +870,10 @@ class DensePlan(_Base):
         for slot, co, on in ctx:
             q.dep_pop(S, C)
             if on and self.has_bias:
-                q.load(MEM_ACC, self.bias_base(slot), dram.elem("bias", co * tco), 1, tco, tco)
+                self._emit_bias(q, dram, slot, co)
             if on and self.has_res:
                 base = dram.elem("res", (bo * tb) * self.COb + co * tco)
-                for off, y, x, st, so in _dma_2d([(tb, self.COb), (tco, 1)], base, True):
-                    _check_mem(y, x, st, what="residual load")
-                    q.load(MEM_ACC, self.res_base(slot) + so, off, y, x, st)
+                self._emit_residual(q, dram, slot, [(tb, self.COb), (tco, 1)], base)
         for bi in range(tb):
             brow = bo * tb + bi
             for slot, co, on in ctx:
@@ -895,9 +887,7 @@ class DensePlan(_Base):
                         q.load(MEM_INP, self.inp_base(slot),
                                dram.elem("inp", brow * self.CIb + kc * tci), 1, tci, tci)
                         wbase = dram.elem("wgt", (co * tco) * self.CIb + kc * tci)
-                        for off, y, x, st, so in _dma_2d([(tco, self.CIb), (tci, 1)], wbase, True):
-                            _check_mem(y, x, st, what="weight load")
-                            q.load(MEM_WGT, self.wgt_base(slot) + so, off, y, x, st)
+                        self._emit_weights(q, dram, slot, [(tco, self.CIb), (tci, 1)], wbase)
                     q.dep_push(L, C)
                 for slot, co, on in ctx:
                     q.dep_pop(L, C)
@@ -908,16 +898,13 @@ class DensePlan(_Base):
                 q.dep_pop(C, L)
         for slot, co, on in ctx:
             if on:
-                for k in self.k_alu[slot]:
-                    q.run_kernel(k)
+                self._emit_alu(q, slot)
             q.dep_push(C, S)
         for slot, co, on in ctx:
             q.dep_pop(C, S)
             if on:
                 base = dram.elem("out", (bo * tb) * self.COb + co * tco)
-                for off, y, x, st, so in _dma_2d([(tb, self.COb), (tco, 1)], base, True):
-                    _check_mem(y, x, st, what="store")
-                    q.store(self.acc_base(slot) + so, off, y, x, st)
+                self._emit_store(q, slot, [(tb, self.COb), (tco, 1)], base)
             q.dep_push(S, C)
 
     def dram_regions(self) -> dict[str, tuple[int, int]]:
@@ -945,11 +932,7 @@ class DensePlan(_Base):
         out = {"inp": np.ascontiguousarray(x).view(np.uint8).reshape(-1),
                "wgt": np.ascontiguousarray(w).view(np.uint8).reshape(-1)}
         if self.has_bias:
-            bb = np.zeros((self.COb * BO,), np.int32)
-            if bias is not None:
-                bb[:M] = bias
-            bb = np.broadcast_to(bb.reshape(self.COb, 1, BO), (self.COb, B, BO))
-            out["bias"] = np.ascontiguousarray(bb).view(np.uint8).reshape(-1)
+            out["bias"] = self._pack_bias(bias, M)
         if self.has_res:
             rr = np.zeros((self.Nb * B, self.COb * BO), np.int32)
             if residual is not None:

@@ -33,7 +33,8 @@ from functools import cached_property
 
 from dcoc.errors import ConfigError
 
-__all__ = ["HWConfig", "Board", "BOARDS", "PRESETS", "IsaLayout"]
+__all__ = ["HWConfig", "Board", "BOARDS", "PRESETS", "IsaLayout", "estimate_scale",
+           "RESOURCE_SOURCES"]
 
 # ----------------------------------------------------------------------------- constants
 #: ISA field widths that do not depend on the config (hw_spec_const.h, vta-reference §2.1)
@@ -59,6 +60,59 @@ LUT_PER_MULT = 60              # one int8 x int8 multiplier mapped to LUT6s
 LUT_PER_ADDER_INPUT = 18       # ~18-bit adder per input of each BLOCK_IN-wide adder tree
 LUT_PER_ALU_LANE = 150         # 32-bit MIN/MAX/ADD/SHR lane
 LUT_UTIL_LIMIT = 0.85          # above this fraction of LUTs we assume routing fails
+
+#: int8 multipliers one DSP slice implements: DSP48E2 (UltraScale+, 27x18 multiplier) packs
+#: two int8 products that share an operand (Xilinx WP486 "Deep Learning with INT8
+#: Optimization on Xilinx Devices"); DSP48E1 (7-series, 25x18) is counted as one.
+MULTS_PER_DSP = {"7series": 1, "ultrascale+": 2}
+#: reference adder-tree depth of the shipped 1x16x16 core (log2 BLOCK_IN = 4) whose clock
+#: pkg_config.py gives per target (pynq 100 MHz, ultra96/zcu104 333 MHz).
+REF_TREE_DEPTH = 4
+#: critical-path growth per extra adder-tree level.  HLS keeps the GEMM at II = 1 and adds
+#: pipeline registers, so a level costs far less than a full adder delay (~1 ns on 7-series);
+#: estimate 6 % of the period per level, uncertainty +-50 % (no published VTA timing report).
+TREE_LEVEL_DERATE = 0.06
+#: routing congestion: above this LUT utilisation timing closure degrades (UG949
+#: "UltraFast Design Methodology": keep LUT utilisation under ~70 % for timing closure) ...
+CONGESTION_KNEE = 0.70
+#: ... by this fraction of the period per unit of utilisation above the knee
+#: (85 % LUT -> +7.5 % period).  Estimate, uncertainty +-50 %.
+CONGESTION_SLOPE = 0.5
+
+#: each resource estimate, its source and its relative uncertainty (1 sigma-ish, stated
+#: so the sensitivity benchmark ``scripts/bench_sensitivity.py`` can probe it).
+RESOURCE_SOURCES = {
+    "bram36": ("compile_designs.py sweep rule (vta-reference §6.3)", 0.05),
+    "dsp": ("one DSP48 per multiplier (E1) / two per DSP48E2 (WP486), capped by the board", 0.10),
+    "lut_shell": ("estimate: fetch/load/store/DMA/SmartConnect/control, ~14k LUT", 0.30),
+    "lut_per_mult": ("estimate: int8x8 LUT multiplier ~60 LUT6 (LogiCORE Multiplier PG108 range 40-70)", 0.30),
+    "lut_adder": ("estimate: ~18 LUT per adder-tree input", 0.30),
+    "lut_alu": ("estimate: ~150 LUT per 32-bit ALU lane", 0.30),
+    "clock": ("pkg_config.py clock for the 1x16x16 core, derated by tree depth and congestion", 0.20),
+}
+
+#: multiplicative factors applied to the LUT and clock estimates (1.0 = nominal); only the
+#: sensitivity benchmark changes them, through :func:`estimate_scale`.
+_SCALE = {"lut": 1.0, "clock": 1.0, "clock_other": 1.0}
+
+
+class estimate_scale:
+    """Context manager scaling the LUT and clock estimates, e.g. ``estimate_scale(lut=1.2)``
+    makes every LUT estimate 20 % larger (sensitivity studies); ``clock_other`` scales the
+    clock of every GEMM core other than the shipped 1x16x16 only (the one whose clock is
+    published), i.e. how wrong the derating of new cores may be."""
+
+    def __init__(self, lut: float = 1.0, clock: float = 1.0, clock_other: float = 1.0):
+        self.new = {"lut": float(lut), "clock": float(clock), "clock_other": float(clock_other)}
+
+    def __enter__(self):
+        self.old = dict(_SCALE)
+        _SCALE.update(self.new)
+        return self
+
+    def __exit__(self, *exc):
+        _SCALE.update(self.old)
+        return False
 
 
 def _is_pow2(x: int) -> bool:
@@ -239,7 +293,8 @@ class HWConfig:
     def parse(cls, text: str, board: "str | None" = None) -> "HWConfig":
         """A preset name, or a config name such as ``1x16x16_i8w8a32_15_15_18_17`` (also the
         VTA form ``1x16_i8w8a32_15_15_18_17``) optionally followed by ``_<F>MHz_bus<B>``.
-        Clock and bus default to ``board``'s (or pynq's) when the name does not give them."""
+        When the name does not give them, the bus is ``board``'s (or pynq's) and the clock
+        the one that board achieves for this core (:meth:`Board.clock_mhz`)."""
         s = str(text).strip()
         if s.lower() in PRESETS:
             return cls.preset(s)
@@ -250,14 +305,17 @@ class HWConfig:
                               f"({', '.join(PRESETS)}) or a name like 1x16x16_i8w8a32_15_15_18_17")
         b, bi, bo, u, i, w, a, f, bus = m.groups()
         bo = bo or bi
+        bd = None
         if f is None:
             bd = BOARDS.get(board or "pynq")
             if bd is None:
                 raise ConfigError(f"unknown board {board!r}; choose from {', '.join(BOARDS)}")
             f, bus = bd.freq_mhz, bd.bus_bytes
-        return cls(batch=int(b), block_in=int(bi), block_out=int(bo), log_uop_buff=int(u),
-                   log_inp_buff=int(i), log_wgt_buff=int(w), log_acc_buff=int(a),
-                   freq_mhz=float(f), bus_bytes=int(bus))
+        hw = cls(batch=int(b), block_in=int(bi), block_out=int(bo), log_uop_buff=int(u),
+                 log_inp_buff=int(i), log_wgt_buff=int(w), log_acc_buff=int(a),
+                 freq_mhz=float(f), bus_bytes=int(bus))
+        # no clock in the name: the clock the board achieves for this core (Board.clock_mhz)
+        return bd.realize(hw) if bd is not None else hw
 
     def replace(self, **changes) -> "HWConfig":
         """A copy with some parameters changed (validated again)."""
@@ -367,18 +425,22 @@ class HWConfig:
         return {"uop": uop, "inp": inp, "wgt": wgt, "acc": acc, "out": out,
                 "total": uop + inp + wgt + acc + out}
 
-    def resources(self, dsp_budget: int | None = None) -> dict[str, int]:
+    def resources(self, dsp_budget: int | None = None, mults_per_dsp: int = 1) -> dict[str, int]:
         """Estimated FPGA resources: ``bram36``, ``dsp``, ``lut`` (+ ``multipliers``).
 
-        With ``dsp_budget`` (a board's DSP count) multipliers beyond it are mapped to LUTs;
-        without it every multiplier is assumed to get a DSP.
+        With ``dsp_budget`` (a board's DSP count) multipliers beyond what the DSPs hold
+        (``mults_per_dsp`` each: 2 for DSP48E2 packing) are mapped to LUTs; without it
+        every multiplier is assumed to get a DSP.
         """
         mults = self.macs_per_cycle
-        dsp = mults if dsp_budget is None else min(mults, int(dsp_budget))
+        mpd = max(int(mults_per_dsp), 1)
+        need = -(-mults // mpd)
+        dsp = need if dsp_budget is None else min(need, int(dsp_budget))
+        lut_mults = max(mults - dsp * mpd, 0)
         lanes = self.batch * self.block_out
-        lut = (LUT_SHELL + (mults - dsp) * LUT_PER_MULT
+        lut = (LUT_SHELL + lut_mults * LUT_PER_MULT
                + lanes * max(self.block_in - 1, 0) * LUT_PER_ADDER_INPUT
-               + lanes * LUT_PER_ALU_LANE)
+               + lanes * LUT_PER_ALU_LANE) * _SCALE["lut"]
         return {"bram36": self.bram36()["total"], "dsp": dsp, "lut": int(lut),
                 "multipliers": mults}
 
@@ -409,6 +471,7 @@ class Board:
     freq_mhz: float
     bus_bytes: int
     bram_reserved: int = BRAM_RESERVED
+    family: str = "7series"
 
     @property
     def bram_usable(self) -> int:
@@ -416,7 +479,33 @@ class Board:
 
     def usage(self, hw: HWConfig) -> dict[str, int]:
         """The resource estimate of ``hw`` on this board (DSP-limited multipliers spill to LUTs)."""
-        return hw.resources(dsp_budget=self.dsp)
+        return hw.resources(dsp_budget=self.dsp, mults_per_dsp=MULTS_PER_DSP.get(self.family, 1))
+
+    def clock_mhz(self, hw: HWConfig) -> float:
+        """Achievable fabric clock of ``hw`` on this board (MHz, whole numbers).
+
+        The shipped clock of ``pkg_config.py`` (``freq_mhz``) is what the 1x16x16 core
+        (adder-tree depth log2(16) = 4) closes at; a deeper tree lengthens the GEMM's
+        critical path by :data:`TREE_LEVEL_DERATE` per level, and LUT utilisation above
+        :data:`CONGESTION_KNEE` adds routing delay (:data:`CONGESTION_SLOPE`).  A shallower
+        tree does not raise the clock above the shipped one (the shell, DMA and AXI paths
+        limit it too).  Scaled by ``estimate_scale(clock=...)``.
+        """
+        depth = max(int(math.log2(hw.block_in)), 0)
+        period = 1.0 + TREE_LEVEL_DERATE * max(depth - REF_TREE_DEPTH, 0)
+        util = self.usage(hw)["lut"] / self.lut
+        period *= 1.0 + CONGESTION_SLOPE * max(util - CONGESTION_KNEE, 0.0)
+        scale = _SCALE["clock"]
+        if (hw.batch, hw.block_in, hw.block_out) != (1, 16, 16):
+            scale *= _SCALE["clock_other"]
+        return float(max(1, math.floor(self.freq_mhz * scale / period)))
+
+    def realize(self, hw: HWConfig) -> HWConfig:
+        """``hw`` at this board's bus width and its achievable clock (:meth:`clock_mhz`)."""
+        if hw.bus_bytes != self.bus_bytes:
+            hw = hw.replace(bus_bytes=self.bus_bytes)
+        f = self.clock_mhz(hw)
+        return hw if hw.freq_mhz == f else hw.replace(freq_mhz=f)
 
     def violations(self, hw: HWConfig) -> list[str]:
         """Human-readable reasons why ``hw`` does not fit (empty when it fits)."""
@@ -442,9 +531,9 @@ BOARDS: dict[str, Board] = {
     "pynq": Board("pynq", "xc7z020clg484-1", bram36=140, dsp=220, lut=53200,
                   freq_mhz=100.0, bus_bytes=8),
     "ultra96": Board("ultra96", "xczu3eg-sbva484-1-e", bram36=216, dsp=360, lut=70560,
-                     freq_mhz=333.0, bus_bytes=16),
+                     freq_mhz=333.0, bus_bytes=16, family="ultrascale+"),
     "zcu104": Board("zcu104", "xczu7ev-ffvc1156-2-e", bram36=312, dsp=1728, lut=230400,
-                    freq_mhz=333.0, bus_bytes=16),
+                    freq_mhz=333.0, bus_bytes=16, family="ultrascale+"),
 }
 
 

@@ -59,8 +59,10 @@ def _template(insns, hw, tp, lat):
 
 def fast_timing(plan, tp: TimingParams, skip: bool = True):
     """``(cycles, counters, n_instructions, info)`` of a plan via templates + skipping."""
+    from dcoc.vta.memsys import dma_timing
+
     hw = plan.hw
-    lat = tp.dram_latency_cycles(hw)
+    lat = dma_timing(plan, tp)
     offsets, words = _kernel_dram(plan)
     dram = DramLayout(plan.dram_regions(), len(words))
     dram.check_fields()

@@ -12,6 +12,9 @@ and the port is held for the whole data phase of the instruction.  Durations:
 * LOAD/STORE: ``insn_overhead`` + top pad rows (SRAM writes) + per data row
   (``dram_latency`` + ceil(row bytes / bus bytes) beats + the row's x-pad writes)
   + bottom pad rows.  NOPs (x_size = 0) cost the instruction overhead only.
+  INP/WGT loads of a tensor that does not stay in the coherent L2 of the Zynq-7000 ACP
+  port stream from DDR: more latency per row and more cycles per burst
+  (:mod:`dcoc.vta.memsys`, decided once per program from the tensors' reuse distances).
 * GEMM: ``insn_overhead + iter_out*iter_in*(n_uops*gemm_ii + gemm_loop_overhead)``
   (HLS: the micro-op loop is pipelined with II=1 and re-entered for every
   (iter_out, iter_in) pair, paying its pipeline fill each time).
@@ -95,9 +98,35 @@ class TimingParams:
     #: idle bus cycles between consecutive bursts of one row (address phase, interconnect
     #: arbitration, DDR page/refresh effects), i.e. the DMA efficiency.  Calibrated.
     burst_overhead: int = 3
+    #: L2 cache (KiB) in front of the coherent ACP port of the 64-bit Zynq-7000 design
+    #: (Cortex-A9 PL310: 512 KB on the Zynq-7020; UG585).  DMA reads whose reuse distance
+    #: exceeds it stream from DDR (:mod:`dcoc.vta.memsys`).  0 disables the distinction.
+    coherent_cache_kib: int = 512
+    #: bus width (bytes) of the designs that use the cached ACP port: 8 = the Zynq-7000
+    #: targets of ``pkg_config.py``; the 16-byte UltraScale+ targets use HPC0 (no allocation).
+    coherent_cache_bus_bytes: int = 8
+    #: extra first-beat latency of a DMA row that misses the L2 (SCU + L2 lookup, then the
+    #: DDR controller; DDR3 row miss ~50-100 ns on top of the hit path).  Physical estimate.
+    ddr_miss_latency_ns: float = 100.0
+    #: extra time per 16-beat burst (128 B = four 32-byte L2 line fills) of a read that
+    #: streams from DDR through the L2 line-fill path; 80 ns gives ~470 MB/s of sustained
+    #: miss bandwidth at 100 MHz vs ~670 MB/s for hits.  Physical estimate (+-50 %).
+    ddr_miss_burst_ns: float = 80.0
 
     def dram_latency_cycles(self, hw: HWConfig) -> int:
         return int(math.ceil(self.dram_latency_ns * hw.freq_mhz / 1000.0 - 1e-9))
+
+    def coherent_cache_bytes(self, hw: HWConfig) -> int:
+        """Bytes of coherent cache in front of ``hw``'s DMA port (0: none)."""
+        if self.coherent_cache_kib <= 0 or hw.bus_bytes != self.coherent_cache_bus_bytes:
+            return 0
+        return int(self.coherent_cache_kib) * 1024
+
+    def ddr_miss_latency_cycles(self, hw: HWConfig) -> int:
+        return int(math.ceil(self.ddr_miss_latency_ns * hw.freq_mhz / 1000.0 - 1e-9))
+
+    def ddr_miss_burst_cycles(self, hw: HWConfig) -> int:
+        return int(math.ceil(self.ddr_miss_burst_ns * hw.freq_mhz / 1000.0 - 1e-9))
 
     def with_(self, **kw) -> "TimingParams":
         return replace(self, **kw)
@@ -110,11 +139,15 @@ DEFAULT_TIMING = TimingParams()
 
 
 # ============================================================================ per-insn timing
-def _mem_cycles(insn, hw: HWConfig, tp: TimingParams, lat: int):
-    """(pre, hold, post) of a LOAD/STORE."""
+def _mem_cycles(insn, hw: HWConfig, tp: TimingParams, lat):
+    """(pre, hold, post) of a LOAD/STORE.  ``lat``: latency cycles per row, or a
+    :class:`~dcoc.vta.memsys.DmaTiming` (per-memory-type latency and burst cost)."""
     ovh = tp.insn_overhead
     if insn.is_nop():
         return ovh, 0, 0
+    extra = 0
+    if not isinstance(lat, int):
+        lat, extra = lat.row(insn.memory_type if insn.opcode == OP_LOAD else None)
     eb = hw.elem_bytes(insn.memory_type) if insn.opcode == OP_LOAD else hw.out_elem_bytes
     xs, ys = insn.x_size, insn.y_size
     if xs == 0 or ys == 0:
@@ -126,7 +159,7 @@ def _mem_cycles(insn, hw: HWConfig, tp: TimingParams, lat: int):
     pc = tp.pad_cycles
     beats = -(-(xs_eff * eb) // hw.bus_bytes)
     bursts = -(-beats // tp.max_burst_beats) if tp.max_burst_beats > 0 else 1
-    row = lat + beats + bursts * tp.burst_overhead + (insn.x_pad_0 + insn.x_pad_1) * pc
+    row = lat + beats + bursts * (tp.burst_overhead + extra) + (insn.x_pad_0 + insn.x_pad_1) * pc
     pre = ovh + insn.y_pad_0 * width * pc
     hold = ys_eff * row
     post = insn.y_pad_1 * width * pc
@@ -135,7 +168,7 @@ def _mem_cycles(insn, hw: HWConfig, tp: TimingParams, lat: int):
     return pre, hold, post
 
 
-def insn_timing(insn, hw: HWConfig, tp: TimingParams, lat: int | None = None):
+def insn_timing(insn, hw: HWConfig, tp: TimingParams, lat=None):
     """The timing tuple of one instruction:
     ``(module, pre, hold, post, popA, popB, pushA, pushB, is_finish)``.
 
@@ -717,9 +750,11 @@ def run_program(program, tp: TimingParams = DEFAULT_TIMING, arrays: dict | None 
     overlap in time without a dependency token ordering them.  With ``functional=True`` the machine computes on the DRAM image built
     from ``arrays`` (region name -> uint8 contents) and ``machine.dram`` holds the result.
     """
+    from dcoc.vta.memsys import dma_timing
+
     hw = program.hw
     insns = program.insns
-    lat = tp.dram_latency_cycles(hw)
+    lat = dma_timing(program.plan, tp) if program.plan is not None else tp.dram_latency_cycles(hw)
     per = ([], [], [])
     counters = dict.fromkeys(COUNTER_KEYS, 0)
     for n, insn in enumerate(insns):
