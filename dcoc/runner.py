@@ -514,3 +514,22 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
         latency_ms=latency if math.isfinite(latency) else float("nan"), layers=rows,
         cpu_layers=s.cpu_rows(), samples=len(samples), quantization=s.quant_rows(),
         wall_seconds=dict(s.wall), notes=list(s.notes))
+
+
+def vta_runner(result, calibration=None, input_shapes: dict | None = None):
+    """A callable ``inputs -> [outputs]`` for a VTA :class:`~dcoc.result.TuneResult`:
+    the quantized model with the result's schedules on its hardware (simulator backend);
+    what ``TuneResult.run`` uses."""
+    s = Session(result.model, result.hardware, result, calibration=calibration,
+                board=result.board or "pynq", input_shapes=input_shapes)
+
+    def runner(inputs: dict) -> list:
+        samples = split_samples(load_inputs(inputs), s.shapes, s.dtypes, "inputs")
+        outs = [s.infer(smp, "sim") for smp in samples]
+        if len(samples) == 1 and all(np.asarray(inputs[n]).shape == tuple(s.shapes[n])
+                                     for n in s.names):
+            return outs[0]
+        return [np.stack([o[i] for o in outs]) for i in range(len(outs[0]))]
+
+    runner.session = s
+    return runner
