@@ -254,10 +254,7 @@ class Session:
 
     def __init__(self, model, hardware=None, schedules=None, *, calibration=None,
                  calibration_samples: int = 4, board: str | None = "pynq",
-                 input_shapes: dict | None = None, seed: int = 0):
-        from dcoc.offload import Offload
-        from dcoc.quantize import calibration_inputs, quantize_layers
-        from tvm_plugin import byoc, quantize as tq
+                 input_shapes: dict | None = None, seed: int = 0, build: bool = True):
         from tvm_plugin.frontend import load
 
         self.wall: dict[str, float] = {}
@@ -278,7 +275,24 @@ class Session:
                               f"); tuned for another model or input size?")
         self.schedules = scheds
         self.wall["load"] = time.perf_counter() - t0
+        self._cal = (calibration, calibration_samples, seed)
+        self.exe = None
+        if build:
+            self.build()
 
+    def samples(self, inputs, what: str = "--inputs") -> list[dict]:
+        """Validated input samples (InputError on a wrong name, shape or dtype)."""
+        return split_samples(load_inputs(inputs, what), self.shapes, self.dtypes, what)
+
+    def build(self) -> None:
+        """Calibrate, quantize, partition, offload and compile (once)."""
+        from dcoc.offload import Offload
+        from dcoc.quantize import calibration_inputs, quantize_layers
+        from tvm_plugin import byoc, quantize as tq
+
+        if self.exe is not None:
+            return
+        calibration, calibration_samples, seed = self._cal
         t0 = time.perf_counter()
         self.graph = tq.find_layers(tq.prepare(self.model.mod), self.tasks)
         if calibration is None:
@@ -409,6 +423,8 @@ def _cosine(a, b) -> float:
 
 def _top1(a, b) -> tuple[int, int]:
     a, b = np.asarray(a), np.asarray(b)
+    while a.ndim > 1 and a.shape[-1] == 1:  # [N, C, 1, 1] class scores
+        a, b = a[..., 0], b[..., 0]
     if a.ndim == 0 or a.shape[-1] < 2:
         return 0, 0
     x = a.reshape(-1, a.shape[-1]).argmax(-1)
@@ -447,7 +463,12 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
     t_all = time.perf_counter()
     s = Session(model, hardware, schedules, calibration=calibration,
                 calibration_samples=calibration_samples, board=board,
-                input_shapes=input_shapes, seed=seed)
+                input_shapes=input_shapes, seed=seed, build=False)
+    if inputs is not None:  # check them before the expensive part
+        samples = s.samples(inputs)
+        arrays = load_inputs(inputs)
+        stacked = any(arrays[n].ndim == len(s.shapes[n]) + 1 for n in s.names)
+    s.build()
     if inputs is None:
         from dcoc.quantize import calibration_inputs
 
@@ -456,10 +477,6 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
                                      _int_input_high(s.model.onnx, set(s.names)), warn=False)
         stacked = False
         s.notes.append("ran one random input (no --inputs)")
-    else:
-        samples = split_samples(load_inputs(inputs), s.shapes, s.dtypes)
-        arrays = load_inputs(inputs)
-        stacked = any(arrays[n].ndim == len(s.shapes[n]) + 1 for n in s.names)
     n_k = len(s.offload.kernels)
     bar = _Progress(2 * n_k * len(samples), progress)
     s.offload.progress = bar
