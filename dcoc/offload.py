@@ -79,6 +79,7 @@ class VTAKernel:
     spec: dict
     epilogue: object
     owner: "Offload" = field(repr=False, default=None)
+    note: str | None = None
     calls: int = 0
     cycles: int = 0
     seconds: float = 0.0
@@ -218,17 +219,48 @@ class Offload:
         wobj = self._workload(spec)
         knobs = self.schedules.get(name)
         default = knobs is None
+        what = "default schedule" if default else "tuned schedule"
+        note = None
         try:
             if knobs is None:
                 knobs = default_knobs(wobj, self.hw)
             compile_schedule(wobj, self.hw, knobs, ep)
         except KnobError as exc:
-            what = "default schedule" if default else "tuned schedule"
-            return self._refuse(name, kind, f"{what} invalid on {self.hw.name}: {exc}")
+            # schedules are tuned / chosen for a bias-only epilogue; a residual needs a
+            # second accumulator tile, which may not fit: adapt to the nearest schedule
+            # that does (same tile_w / tile_ci, fastest on the simulator)
+            adapted = self._adapt(wobj, knobs, ep) if isinstance(knobs, dict) else None
+            if adapted is None:
+                return self._refuse(name, kind, f"{what} invalid on {self.hw.name}: {exc}")
+            note = f"{what} {knobs} does not fit with this epilogue ({exc}); adapted"
+            knobs = adapted
         k = VTAKernel(name=name, kind=kind, workload=wobj, knobs=dict(knobs), default=default,
-                      spec=spec, epilogue=ep, owner=self)
+                      spec=spec, epilogue=ep, owner=self, note=note)
         self.kernels.append(k)
         return k
+
+    def _adapt(self, wl, knobs: dict, ep) -> dict | None:
+        """The fastest schedule that compiles with ``ep`` among those differing from
+        ``knobs`` only in the output tiling and threads (tile_h / tile_co / threads for
+        conv2d, tile_b / tile_co / threads for dense)."""
+        import itertools
+
+        from dcoc.vta import compile_schedule, simulate, space_for
+
+        space = space_for(wl, self.hw)
+        free = [k for k in ("tile_h", "tile_b", "tile_co", "oc_nthread", "h_nthread")
+                if k in space]
+        best = None
+        for vals in itertools.product(*[space[k] for k in free]):
+            cand = {**{k: v for k, v in knobs.items() if k in space}, **dict(zip(free, vals))}
+            try:
+                compile_schedule(wl, self.hw, cand, ep)
+            except KnobError:
+                continue
+            r = simulate(wl, self.hw, cand, epilogue=ep)
+            if r.valid and (best is None or r.cycles < best[0]):
+                best = (r.cycles, cand)
+        return None if best is None else best[1]
 
     def _refuse(self, name, kind, reason) -> str:
         self.refused.append((name, kind, reason))

@@ -196,7 +196,8 @@ class RunResult:
 
         rows = [[ly["layer"], ly["kind"], ly["cycles"], f"{ly['ms']:.3f}", ly["epilogue"],
                  " ".join(f"{k}={v}" for k, v in ly["knobs"].items())
-                 + (" (default)" if ly["default"] else "")] for ly in self.layers]
+                 + (" (default)" if ly["default"] else "")
+                 + (" (adapted)" if ly.get("note") else "")] for ly in self.layers]
         out = [f"{self.model} on VTA {self.hardware}: {len(self.layers)} layer(s) on the "
                f"simulator, {self.samples} input sample(s)",
                render_table(["layer", "kind", "cycles", "ms", "epilogue", "schedule"], rows,
@@ -218,6 +219,11 @@ class RunResult:
             out.append(f"vs float (ORT)    cosine {self.cosine:.4f}{t1}")
         w = self.wall_seconds
         out.append("wall              " + ", ".join(f"{k} {v:.1f} s" for k, v in w.items()))
+        adapted = sorted({ly["layer"] for ly in self.layers if ly.get("note")})
+        if adapted:
+            out.append(f"note: {len(adapted)} layer(s) marked (adapted) use another tiling: "
+                       "their schedule does not fit the accumulator with the residual add "
+                       "(see --json layers[].note)")
         for n in self.notes:
             out.append(f"note: {n}")
         return "\n".join(out)
@@ -333,7 +339,7 @@ class Session:
             rows.append({"layer": k.name, "kind": k.kind, "knobs": k.knobs,
                          "default": k.default, "cycles": k.cycles // n,
                          "ms": k.seconds / n * 1e3, "epilogue": "+".join(parts),
-                         "sim_wall_s": round(k.wall, 3)})
+                         "sim_wall_s": round(k.wall, 3), "note": k.note})
         return rows
 
     def cpu_rows(self) -> list[dict]:
