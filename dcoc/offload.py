@@ -184,6 +184,7 @@ class Offload:
         self.progress = progress
         self.kernels: list[VTAKernel] = []
         self.refused: list[tuple[str, str, str]] = []
+        self._adapted: dict = {}
 
     def _workload(self, spec):
         from dcoc.vta import Conv2DWorkload, DenseWorkload
@@ -247,6 +248,9 @@ class Offload:
 
         from dcoc.vta import compile_schedule, simulate, space_for
 
+        key = (wl, tuple(sorted(knobs.items())), ep)
+        if key in self._adapted:
+            return self._adapted[key]
         space = space_for(wl, self.hw)
         free = [k for k in ("tile_h", "tile_b", "tile_co", "oc_nthread", "h_nthread")
                 if k in space]
@@ -260,7 +264,8 @@ class Offload:
             r = simulate(wl, self.hw, cand, epilogue=ep)
             if r.valid and (best is None or r.cycles < best[0]):
                 best = (r.cycles, cand)
-        return None if best is None else best[1]
+        self._adapted[key] = None if best is None else dict(best[1])
+        return self._adapted[key]
 
     def _refuse(self, name, kind, reason) -> str:
         self.refused.append((name, kind, reason))
