@@ -467,6 +467,10 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
             schedules = hardware
         hardware = hardware.hardware
     t_all = time.perf_counter()
+    if inputs is not None:  # a missing/corrupt file fails before the model is loaded
+        inputs = load_inputs(inputs)
+    if calibration is not None and not isinstance(calibration, (dict, list)):
+        calibration = load_inputs(calibration, "--calibration")
     s = Session(model, hardware, schedules, calibration=calibration,
                 calibration_samples=calibration_samples, board=board,
                 input_shapes=input_shapes, seed=seed, build=False)
