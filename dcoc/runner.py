@@ -237,13 +237,17 @@ class _Progress:
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, unit="layer", dynamic_ncols=True, leave=False,
-                            file=sys.stderr)
+                            file=sys.stderr, mininterval=0, miniters=1)
 
     def __call__(self, kernel, backend):
         if self.bar is not None:
-            self.bar.set_description_str(f"{'sim' if backend == 'sim' else 'ref'} "
+            self.bar.set_description_str(f"{'simulator' if backend == 'sim' else 'reference'} "
                                          f"{kernel.name}", refresh=False)
             self.bar.update(1)
+
+    def stage(self, text: str):
+        if self.bar is not None:
+            self.bar.write(f"dcoc: {text}", file=sys.stderr)
 
     def close(self):
         if self.bar is not None:
@@ -471,6 +475,8 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
         inputs = load_inputs(inputs)
     if calibration is not None and not isinstance(calibration, (dict, list)):
         calibration = load_inputs(calibration, "--calibration")
+    if progress:
+        print(f"dcoc: loading {model}", file=sys.stderr)
     s = Session(model, hardware, schedules, calibration=calibration,
                 calibration_samples=calibration_samples, board=board,
                 input_shapes=input_shapes, seed=seed, build=False)
@@ -478,6 +484,9 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
         samples = s.samples(inputs)
         arrays = load_inputs(inputs)
         stacked = any(arrays[n].ndim == len(s.shapes[n]) + 1 for n in s.names)
+    if progress:
+        print("dcoc: calibrating, quantizing and compiling (partition + offload + tvm.compile)",
+              file=sys.stderr)
     s.build()
     if inputs is None:
         from dcoc.quantize import calibration_inputs
