@@ -230,7 +230,9 @@ class Offload:
             # schedules are tuned / chosen for a bias-only epilogue; a residual needs a
             # second accumulator tile, which may not fit: adapt to the nearest schedule
             # that does (same tile_w / tile_ci, fastest on the simulator)
-            adapted = self._adapt(wobj, knobs, ep) if isinstance(knobs, dict) else None
+            adapted = None
+            if isinstance(knobs, dict) and ep.residual and self._fits(wobj, knobs, ep):
+                adapted = self._adapt(wobj, knobs, ep)
             if adapted is None:
                 return self._refuse(name, kind, f"{what} invalid on {self.hw.name}: {exc}")
             note = f"{what} {knobs} does not fit with this epilogue ({exc}); adapted"
@@ -239,6 +241,18 @@ class Offload:
                       spec=spec, epilogue=ep, owner=self, note=note)
         self.kernels.append(k)
         return k
+
+    def _fits(self, wl, knobs, ep) -> bool:
+        """True when ``knobs`` compile with ``ep`` minus the residual (as tuned)."""
+        from dataclasses import replace
+
+        from dcoc.vta import compile_schedule
+
+        try:
+            compile_schedule(wl, self.hw, knobs, replace(ep, residual=False))
+            return True
+        except KnobError:
+            return False
 
     def _adapt(self, wl, knobs: dict, ep) -> dict | None:
         """The fastest schedule that compiles with ``ep`` among those differing from
