@@ -4,6 +4,7 @@ Public entry points (imported lazily so ``import dcoc`` stays cheap and never lo
 
 * :func:`dcoc.tune` -- tune a whole model (ONNX path or zoo name) for ``vta`` or ``llvm``
 * :func:`dcoc.tune_task` -- tune one VTA workload
+* :func:`dcoc.run` -- run the int8-quantized model on the (tuned) VTA simulator
 * :mod:`dcoc.vta` -- the VTA-style accelerator model and simulator
 * :class:`dcoc.DcocError` -- the exception for bad input
 """
@@ -11,7 +12,7 @@ from dcoc.errors import DcocError
 
 __version__ = "0.1.0"
 
-__all__ = ["DcocError", "tune", "tune_task", "__version__"]
+__all__ = ["DcocError", "tune", "tune_task", "run", "__version__"]
 
 
 def __getattr__(name):  # PEP 562 lazy attributes
@@ -19,4 +20,8 @@ def __getattr__(name):  # PEP 562 lazy attributes
         from dcoc import api
 
         return getattr(api, name)
+    if name in ("run", "RunResult"):  # dcoc.run: the quantized model on the VTA simulator
+        from dcoc import runner
+
+        return getattr(runner, name)
     raise AttributeError(f"module 'dcoc' has no attribute {name!r}")

@@ -22,6 +22,7 @@ COMMANDS = (
     "simulate",
     "tune_task",
     "tune",
+    "run",
     "plot",
     "records",
 )

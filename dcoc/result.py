@@ -106,9 +106,19 @@ class TuneResult:
         return self.baseline_latency_ms / self.latency_ms if self.latency_ms else 0.0
 
     def run(self, inputs: dict) -> list:
-        """Run the compiled model (llvm/cuda targets) on ``{input name: ndarray}``; numpy outputs."""
+        """Run the compiled model on ``{input name: ndarray}``; numpy outputs.
+
+        llvm/cuda: the tuned TVM executable.  VTA: the model quantized to int8 and compiled
+        into one TVM executable whose VTA layers run on the simulator with these schedules
+        on this hardware (built on first use; calibrated on random inputs -- use
+        :func:`dcoc.run` for calibration data and the bit-exact / float comparisons).
+        """
+        if self._runner is None and self.target == "vta" and self.model:
+            from dcoc.runner import vta_runner
+
+            self._runner = vta_runner(self)
         if self._runner is None:
-            raise RuntimeError("this result holds no compiled model (VTA results are simulated)")
+            raise RuntimeError("this result holds no compiled model")
         return self._runner(inputs)
 
     def to_json(self) -> dict:
