@@ -40,7 +40,7 @@ def run(args) -> int:
     from dcoc.api import tune_task
     from dcoc.commands._common import render_table
     from dcoc.plots import ascii_curve
-    from dcoc.search.vta_task import parse_workload
+    from dcoc.targets.vta import parse_workload
 
     from dcoc.errors import DcocError
     from dcoc.vta import HWConfig
