@@ -124,7 +124,7 @@ def tune_task(workload, hw=None, tuner: str = "xgb", trials: int = 200, seed: in
 
 
 # ----------------------------------------------------------------------------- tune
-def tune(model, target="vta", board: str = "pynq", trials: int = 2000, tuner: str = "dcoc",
+def tune(model, target="vta", board: str | None = None, trials: int = 2000, tuner: str = "dcoc",
          agents: str = "dcoc", seed: int = 0, work_dir: str | None = None, resume: bool = True,
          hardware=None, input_shapes: dict | None = None, measurer=None,
          n_workers: int | None = None, progress: bool = False, **kwargs) -> TuneResult:
@@ -134,11 +134,17 @@ def tune(model, target="vta", board: str = "pynq", trials: int = 2000, tuner: st
     ----------
     model: an ONNX path, an ``onnx.ModelProto``, a zoo name (``resnet18``, ``mobilenetv2``,
         ``vgg16``, ``transformer``) or a ``light_*`` model name.
-    target: ``"vta"`` (co-design on the VTA simulator), or ``"llvm"`` / ``"cuda"`` / a TVM
-        Target / a JSON dict (MetaSchedule with the DCOC search strategy).
-    board: VTA only: the FPGA budget (``pynq``, ``ultra96``, ``zcu104``).
+    target: an accelerator target of :func:`dcoc.targets.available` (``"vta"``: co-design on
+        the VTA simulator; ``"systolic"``: a weight-stationary systolic array, analytic
+        model), or ``"llvm"`` / ``"cuda"`` / a TVM Target / a JSON dict (MetaSchedule with
+        the DCOC search strategy).
+    board: accelerator targets: the FPGA budget (vta: ``pynq`` (default), ``ultra96``,
+        ``zcu104``; systolic: ``arty-a7`` (default), ``kv260``).
     trials: measurement budget (one trial = one simulated or measured schedule).
-    tuner: ``dcoc`` or a baseline (``random``, ``grid``, ``ga``, ``xgb``, ``rl``, ``chameleon``).
+    tuner: ``dcoc``, its ablations (``dcoc-frozen``, ``dcoc-noagents``, ``dcoc-topk``), the
+        references (``sweep``, ``surrogate``) or a baseline (``random``, ``grid``, ``ga``,
+        ``xgb``, ``rl``, ``chameleon``); accelerator co-design of the baselines is joint
+        (``baseline="nested"`` for the hardware-outer/software-inner search).
     agents: DCOC's knob-to-agent split: ``dcoc``, ``single``, ``per-knob``, ``clustered``.
     seed: the one seed.
     work_dir: records (``records.jsonl``) and results go here; default
@@ -162,6 +168,8 @@ def tune(model, target="vta", board: str = "pynq", trials: int = 2000, tuner: st
 
     is_acc = is_accelerator(target)
     tname = get_target(target).name if is_acc else None
+    if is_acc and board is None:
+        board = get_target(tname).default_board
     label = getattr(model, "name", None) or model
     if work_dir is None:
         hw_name = None

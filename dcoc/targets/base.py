@@ -137,6 +137,10 @@ class Target:
         bd = self.board(board)
         return [self.make_hw(c, bd) for c in s if s.is_valid(c)]
 
+    def baseline_label(self, board) -> str:
+        """How the CLI names the reference of the speedup."""
+        return f"{self.board(board).name} default hardware + default schedules"
+
     def describe_hw(self, hw, board) -> str:
         """One line for the CLI summary."""
         return f"{hw.name} on {self.board(board).name}"
