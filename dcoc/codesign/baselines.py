@@ -26,13 +26,15 @@ from dcoc.search.task import TuningTask
 from dcoc.seeding import child_seed
 
 
-def _opening_jobs(session, hw, skip_li: int, rng_path) -> list[tuple]:
-    """Jobs that make ``hw`` complete: for every layer without a valid result there, its
-    schedule transferred from the incumbent (default / random valid as fallbacks)."""
+def _opening_jobs(session, hw, rng_path) -> list[tuple]:
+    """Jobs that open ``hw``: for every layer without a valid result there, its schedule
+    transferred from the incumbent (default / random valid as fallbacks) -- the same
+    transferred schedules DCOC's opening considers, so a proposed config is judged with
+    reasonable schedules for every layer, not only the proposing one."""
     s, t = session, session.target
     jobs = []
     for lj, layer in enumerate(s.layers):
-        if lj == skip_li or (hw.name, lj) in s.best:
+        if (hw.name, lj) in s.best:
             continue
         sp = s.task(lj, hw).space
         src_hw = src = None
@@ -144,15 +146,15 @@ class JointCoDesign:
             if not configs:
                 self.exhausted.add(li)
                 continue
-            jobs, props = [], []
+            jobs, props, opened = [], [], set()
             for c in configs:
                 hw = self.hw(c)
                 knobs = {n: c[n] for n in self.sw_names[li]}
                 props.append((c, hw, knobs))
                 jobs.append((li, hw, knobs))
-                if s.latency(hw.name) is None:
-                    jobs += [j for j in _opening_jobs(s, hw, li, ("joint-open",))
-                             if j[:1] + (j[1].name,) not in {(x[0], x[1].name) for x in jobs}]
+                if s.latency(hw.name) is None and hw.name not in opened:
+                    opened.add(hw.name)
+                    jobs += _opening_jobs(s, hw, ("joint-open",))
             self._pending = (li, props, s.trials)
             return jobs
         return []

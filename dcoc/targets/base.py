@@ -204,7 +204,13 @@ class Target:
         k = {}
         for knob in space.knobs:
             v = self.scale_knob(knob.name, src_knobs.get(knob.name, knob.choices[0]), src_hw, hw)
-            ch = np.array(knob.choices, dtype=float)
+            if v in knob.choices:  # the canonical choice (2.0 -> 2)
+                k[knob.name] = knob.choices[knob.choices.index(v)]
+                continue
+            ch = np.array([c for c in knob.choices if c > 0], dtype=float)
+            if not len(ch):
+                k[knob.name] = knob.choices[0]
+                continue
             k[knob.name] = int(ch[np.argmin(np.abs(np.log2(ch) - math.log2(max(v, 1e-9))))])
         for _ in range(12):  # shrink the largest tile until the schedule fits
             if space.is_valid(k):

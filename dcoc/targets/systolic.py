@@ -412,16 +412,20 @@ class SystolicTarget(Target):
                           defaults=lambda: [d for d in [self.default_schedule(layer, hw, space)] if d])
 
     def default_schedule(self, layer, hw, space=None):
-        """The heuristic: output stationary, double buffered, the largest K tile, then the
-        largest M tile that fit (one N fold)."""
+        """The heuristic: output stationary and double buffered; the widest N tile (each
+        input row read once per N tile), then the deepest K tile, with an M tile of at least
+        64 rows (or the largest that fits) -- the first that fits the SRAMs."""
         space = space if space is not None else self.sw_space(layer, hw)
         ch = {k.name: k.choices for k in space.knobs}
+        want_m = min(64, max(ch["tile_m"]))
         for db in (1, 0):
-            for tk in reversed(ch["tile_k"]):
-                for tm in reversed(ch["tile_m"]):
-                    k = {"tile_m": tm, "tile_k": tk, "tile_n": ch["tile_n"][0], "order": 1, "double_buffer": db}
-                    if space.is_valid(k):
-                        return k
+            for min_m in (want_m, 1):
+                for tn in reversed(ch["tile_n"]):
+                    for tk in reversed(ch["tile_k"]):
+                        for tm in [m for m in ch["tile_m"] if m >= min_m]:
+                            k = {"tile_m": tm, "tile_k": tk, "tile_n": tn, "order": 1, "double_buffer": db}
+                            if space.is_valid(k):
+                                return k
         return None
 
     def ideal_seconds(self, layer, hw):

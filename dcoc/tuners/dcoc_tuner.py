@@ -203,8 +203,12 @@ class DCOCTuner(Tuner):
     def next_batch(self, batch_size):
         out: list[dict] = []
         n_meas = self.problem.n_measured
+        planned_at = None
         while len(out) < batch_size:
             if not self.plan:
+                if planned_at is not None and len(out) == planned_at:
+                    break  # the last plan added nothing new: the space is (nearly) exhausted
+                planned_at = len(out)
                 if n_meas() + len(out) < self.cfg.n_init:
                     k = self.cfg.n_init - n_meas() - len(out)
                     taken = {self.space.point(c) for c in out}
