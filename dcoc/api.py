@@ -42,6 +42,11 @@ def _records(records):
 
 
 def _measurer(measurer, n_workers, target="vta"):
+    if isinstance(measurer, str):  # a name of dcoc.search.measure.REGISTRY, with its defaults
+        from dcoc.search.measure import create_measurer
+
+        kw = {"target": target, "n_workers": n_workers} if measurer.strip().lower() == "simulator" else {}
+        return create_measurer(measurer, **kw), True
     if measurer is not None:
         return measurer, False
     from dcoc.targets import get

@@ -118,3 +118,23 @@ def test_systolic_resources_grow_with_the_array():
     big = SystolicConfig(32, 32).resources(dsp_budget=240)
     assert big["dsp"] == 240 and small["dsp"] == 64
     assert big["lut"] > small["lut"] and big["bram36"] >= small["bram36"]
+
+
+def test_measurer_registry():
+    from dcoc.search import create_measurer, measurer_names
+    from dcoc.search.measure import FunctionMeasurer, TableMeasurer, VTASimMeasurer
+
+    assert {"simulator", "table", "rpc", "function", "memo"} <= set(measurer_names())
+    assert isinstance(create_measurer("simulator", target="vta", n_workers=0), VTASimMeasurer)
+    sysm = create_measurer("simulator", target="systolic")
+    assert isinstance(sysm, FunctionMeasurer) and not isinstance(sysm, VTASimMeasurer)
+    t = targets.get("systolic")
+    layer = t.layer("gemm:64,256,64")
+    hw = t.default_hw("arty-a7")
+    task = t.task(layer, hw)
+    k = t.default_schedule(layer, hw)
+    secs = sysm.measure(task, [k])[0].cost
+    table = create_measurer("table", table={task.space.key(k): secs})
+    assert isinstance(table, TableMeasurer) and table.measure(task, [k])[0].cost == secs
+    with pytest.raises(DcocError, match="unknown measurer"):
+        create_measurer("oscilloscope")
