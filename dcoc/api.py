@@ -155,7 +155,8 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
     work_dir: records (``records.jsonl``) and results go here; default
         :func:`default_work_dir` (the same command resumes the same run).
     resume: reuse the records in ``work_dir`` (nothing recorded is measured again).
-    hardware: VTA only: a fixed HWConfig (or preset/name): tune software only.
+    hardware: accelerator targets: a fixed hardware config (or preset/name, e.g. VTA ``pynq``,
+        systolic ``ws16x16_i15w15o15``): tune software only.
     input_shapes: ``{input name: shape}`` for models with dynamic input dimensions.
     progress: show a progress bar on stderr.
     """

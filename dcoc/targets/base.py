@@ -38,10 +38,10 @@ class Layer:
     target: str = "vta"
 
     def __post_init__(self):
-        if self.epilogue is None and self.target == "vta":
-            from dcoc.vta.model import MODEL_EPILOGUE
+        if self.epilogue is None:
+            from dcoc.targets import get
 
-            self.epilogue = MODEL_EPILOGUE
+            self.epilogue = get(self.target).model_epilogue()
 
     @property
     def key(self) -> str:
@@ -157,6 +157,10 @@ class Target:
     def layer(self, workload, name: str | None = None) -> Layer:
         """A single-workload layer (``tune_task``)."""
         raise NotImplementedError
+
+    def model_epilogue(self):
+        """The ``Layer.epilogue`` of a model layer when none is given (None: no such notion)."""
+        return None
 
     def workload_key(self, layer: Layer) -> str:
         raise NotImplementedError

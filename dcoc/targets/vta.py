@@ -124,6 +124,12 @@ class VTATarget(Target):
         return Layer(name or wl.name, wl, 1, "conv2d" if isinstance(wl, Conv2DWorkload) else "dense",
                      epilogue="default")
 
+    def model_epilogue(self):
+        """Model layers fuse the bias add into the ALU epilogue (:data:`dcoc.vta.model.MODEL_EPILOGUE`)."""
+        from dcoc.vta.model import MODEL_EPILOGUE
+
+        return MODEL_EPILOGUE
+
     def workload_key(self, layer):
         from dcoc.search.vta_task import workload_key
 
