@@ -220,10 +220,10 @@ def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_di
     tasks = model_tasks(model, tg.frontend_target, input_shapes)
     layers, cpu = tg.layers(tasks)
     if not layers:
-        raise DcocError(f"model {getattr(tasks, 'model', model)} has no layer {tg.name} can run "
+        raise DcocError(f"model {getattr(tasks, 'model', model)} has no layer {tg.label} can run "
                         f"(CPU operators: {', '.join(sorted({c[0] for c in cpu})) or 'none'})")
     if trials < len(layers):
-        raise DcocError(f"model {getattr(tasks, 'model', model)} has {len(layers)} {tg.name} layers and "
+        raise DcocError(f"model {getattr(tasks, 'model', model)} has {len(layers)} {tg.label} layers and "
                         f"every one needs a schedule: trials must be >= {len(layers)}, got {trials}")
     os.makedirs(work_dir, exist_ok=True)
     records = Records(os.path.join(work_dir, "records.jsonl"))

@@ -65,6 +65,8 @@ class Target:
     """
 
     name = "base"
+    #: how messages name the accelerator ("model X has no layer VTA can run")
+    label = "the accelerator"
     description = ""
     #: board name -> board object (with ``name`` and ``default_hw()``)
     boards: dict = {}

@@ -15,6 +15,7 @@ DENSE_SLOT = {"tile_b": 0, "tile_ci": 2, "tile_co": 3, "oc_nthread": 4}
 
 class VTATarget(Target):
     name = "vta"
+    label = "VTA"
     description = "VTA-style accelerator (GEMM core + SRAM buffers) on the cycle-level simulator"
     default_board = "pynq"
     core_knobs = ("batch", "block_in", "block_out")
