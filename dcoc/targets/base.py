@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dcoc.errors import ConfigError, DcocError
+from dcoc.errors import ConfigError
 
 
 @dataclass
@@ -237,7 +237,3 @@ class Target:
         """A knob value of ``src_hw`` in the units of ``hw`` (tiles counted in core blocks)."""
         return value
 
-
-def require(cond: bool, msg: str) -> None:
-    if not cond:
-        raise DcocError(msg)
