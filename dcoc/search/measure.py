@@ -239,41 +239,74 @@ class VTASimMeasurer(FunctionMeasurer):
 
 
 class ReplayMeasurer(Measurer):
-    """Answer from records where possible, measure the rest with ``inner``.
+    """Answer from records where possible, measure the rest with ``inner``: THE resume
+    mechanism (used by :meth:`dcoc.tuners.Tuner.tune` and :class:`dcoc.codesign.Session`).
 
-    Used for resume: a tuner re-run with the same seed proposes the same configs, and
-    those already recorded (same task, target, hardware, tuner and seed) are answered
-    from the file instead of being measured again.  ``replayed`` counts them.
+    A tuner or driver re-run with the same seed proposes the same configs, and those
+    already recorded (same task, target, hardware, tuner and seed; see
+    :func:`recorded_results`) are answered from the file instead of being measured
+    again.  ``replayed`` counts them.
     """
 
     def __init__(self, inner: Measurer, known: dict):
         self.inner = inner
-        self.known = known  # (hw_name, config key) -> MeasureResult
+        self.known = known  # (workload key, hw_name, config key) -> MeasureResult
         self.n_parallel = inner.n_parallel
         self.replayed = 0
 
-    def measure(self, task, configs):
+    def _hit(self, task, config):
         from dcoc.search.space import Space
 
-        configs = list(configs)
-        out: list = [None] * len(configs)
+        if not self.known:
+            return None
+        hw, sw = task.split(config)
+        return self.known.get((task.workload_key, hw, Space.key(sw)))
+
+    def measure_flagged(self, jobs) -> tuple[list[MeasureResult], list[bool]]:
+        """Measure ``[(task, config)]``: (results, whether each was replayed from the records)."""
+        jobs = list(jobs)
+        out: list = [None] * len(jobs)
+        flags = [False] * len(jobs)
         todo = []
-        for i, c in enumerate(configs):
-            hw, sw = task.split(c)
-            hit = self.known.get((hw, Space.key(sw)))
+        for i, (task, c) in enumerate(jobs):
+            hit = self._hit(task, c)
             if hit is not None:
-                out[i] = hit
+                out[i], flags[i] = hit, True
                 self.replayed += 1
             else:
                 todo.append(i)
         if todo:
-            fresh = self.inner.measure(task, [configs[i] for i in todo])
-            for i, r in zip(todo, fresh):
+            for i, r in zip(todo, self.inner.measure_jobs([jobs[i] for i in todo])):
                 out[i] = r
-        return out
+        return out, flags
+
+    def measure_jobs(self, jobs):
+        return self.measure_flagged(jobs)[0]
+
+    def measure(self, task, configs):
+        return self.measure_jobs([(task, c) for c in configs])
 
     def close(self):
         self.inner.close()
+
+
+def recorded_results(records, target: str, tuner: str, seed, tasks=None, hw=None) -> dict:
+    """``{(workload key, hw name, config key): MeasureResult}`` of the recorded trials of one
+    (target, tuner, seed), for :class:`ReplayMeasurer`; ``tasks``/``hw`` narrow it down."""
+    from dcoc.search.space import Space
+
+    known = {}
+    for r in records.filter(target=target, tuner=tuner, seed=seed):
+        if tasks is not None and r["task"] not in tasks:
+            continue
+        if hw is not None and r["hw"] != hw:
+            continue
+        res = (MeasureResult((r["cost"],), 0, r.get("wall", 0.0), r.get("ts"), None, r.get("info"))
+               if r.get("valid") else
+               MeasureResult((), r.get("error_no", 8) or 8, r.get("wall", 0.0), r.get("ts"),
+                             r.get("error"), r.get("info")))
+        known[(r["task"], r["hw"], Space.key(r["knobs"]))] = res
+    return known
 
 
 class TableMeasurer(Measurer):
@@ -343,3 +376,49 @@ class MemoMeasurer(Measurer):
 def measure_option(measurer: Measurer | None = None, **kwargs) -> dict:
     """AutoTVM-style measure option: ``{"measurer": measurer}`` (default: VTASimMeasurer)."""
     return {"measurer": measurer if measurer is not None else VTASimMeasurer(**kwargs)}
+
+
+# ------------------------------------------------------------------------ registry
+def _simulator(target: str = "vta", n_workers: int | None = None, **kw) -> Measurer:
+    """The target's own measurer (VTA: the simulator process pool; systolic: its analytic model)."""
+    from dcoc.targets import get
+
+    return get(target).measurer(n_workers=n_workers, **kw)
+
+
+def _table(table: dict | None = None, workload=None, hw=None, n_parallel: int = 1, **kw) -> Measurer:
+    """A :class:`TableMeasurer` over ``table``, or over the exhaustive VTA table of
+    ``workload`` on ``hw`` (:func:`dcoc.benchmarks.exhaustive`)."""
+    if table is None:
+        from dcoc.benchmarks import exhaustive
+
+        table = exhaustive(workload, hw, **kw)
+    return TableMeasurer(table, n_parallel=n_parallel)
+
+
+#: measurer name -> "module:factory" (imported lazily; tvm loads only for "rpc")
+REGISTRY = {
+    "simulator": "dcoc.search.measure:_simulator",
+    "table": "dcoc.search.measure:_table",
+    "function": "dcoc.search.measure:FunctionMeasurer",
+    "memo": "dcoc.search.measure:MemoMeasurer",
+    "rpc": "tvm_plugin.rpc:RPCSimMeasurer",
+}
+
+
+def measurer_names() -> list[str]:
+    return list(REGISTRY)
+
+
+def create_measurer(name: str, **kwargs) -> Measurer:
+    """A measurer by registry name, e.g. ``create_measurer("simulator", target="vta", n_workers=2)``,
+    ``create_measurer("rpc", tracker="127.0.0.1:9190")``, ``create_measurer("table", table=...)``."""
+    import importlib
+
+    from dcoc.errors import DcocError
+
+    spec = REGISTRY.get(str(name).strip().lower())
+    if spec is None:
+        raise DcocError(f"unknown measurer '{name}'; choose one of {', '.join(REGISTRY)}")
+    mod, attr = spec.split(":")
+    return getattr(importlib.import_module(mod), attr)(**kwargs)
