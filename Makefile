@@ -1,6 +1,8 @@
 # dcoc: two commands for a newcomer -- `make demo` and `make test`.
-# Both create a project-local virtualenv (.venv) on first use.  torch is installed
-# first, pinned to the CPU build (2.13.0), so that no multi-GB CUDA build is pulled.
+# Both create a project-local virtualenv (.venv) on first use.  torch is installed first,
+# as the CPU build from PyTorch's CPU wheel index when it is reachable (falling back to
+# the default index, e.g. offline mirrors or macOS, where torch is CPU-only anyway), so
+# that no multi-GB CUDA build is pulled; then dcoc with its test extra.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -10,6 +12,8 @@ DCOC   := $(VENV)/bin/dcoc
 STAMP  := $(VENV)/.dcoc-installed
 # Test workers: pytest-xdist processes (2 cores on the reference machine).
 JOBS   ?= 2
+# PyTorch's CPU-only wheels (torch without the nvidia-* / triton wheels)
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
 .PHONY: install demo test test-all bench bench-full clean help
 
@@ -25,7 +29,15 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q torch==2.13.0
+	@if $(PY) -c "import torch" 2>/dev/null; then \
+	  echo "torch already installed: $$($(PY) -c 'import torch; print(torch.__version__)')"; \
+	elif $(PY) -c "import urllib.request as u; u.urlopen('$(TORCH_INDEX)/torch/', timeout=15)" 2>/dev/null; then \
+	  echo "installing the CPU build of torch from $(TORCH_INDEX)"; \
+	  $(PIP) install -q torch --index-url $(TORCH_INDEX); \
+	else \
+	  echo "$(TORCH_INDEX) is not reachable: torch from the default index"; \
+	  $(PIP) install -q torch; \
+	fi
 	$(PIP) install -q -e '.[test]'
 	@touch $(STAMP)
 
