@@ -284,10 +284,11 @@ class SoftwareTuning:
                 t.tell([k for k, _ in prior], [r for _, r in prior])
             self.tuners.append(t)
         self.spent = [0] * len(session.layers)
+        self.exhausted: set[int] = set()  # layers whose tuner has nothing new to propose
 
     def _priority(self, li: int) -> float:
         t = self.tuners[li]
-        if not t.has_next():
+        if li in self.exhausted or not t.has_next():
             return -math.inf
         if self.spent[li] < self.warmup:
             return math.inf
@@ -312,6 +313,7 @@ class SoftwareTuning:
             configs = tuner.ask(k)
             if not configs:
                 self.spent[li] = 10 ** 9  # exhausted
+                self.exhausted.add(li)  # (a layer without a best result kept priority inf: a hang)
                 continue
             before = self.s.trials
             res = self.s.measure([(li, self.hw, c) for c in configs])
@@ -322,6 +324,7 @@ class SoftwareTuning:
                 break
             if self.s.trials == before:  # only repeats: the tuner is going in circles
                 self.spent[li] = 10 ** 9
+                self.exhausted.add(li)
         return spent
 
 
