@@ -54,19 +54,22 @@ def baseline_label(res: dict) -> str:
         board = res.get("board") or "pynq"
         return ("pynq preset + default schedules" if board == "pynq"
                 else f"{board} default hardware + default schedules")
-    return "untuned (TVM default schedules)"
+    return "untuned model (TVM default schedules), measured"
 
 
 def plot_curves(curves: dict, path: str, title: str, ylabel: str = "best latency (ms)",
-                xlabel: str = "trials", baseline: tuple[str, float] | None = None) -> str:
+                xlabel: str = "trials", baseline: tuple[str, float] | None = None,
+                refs: list | None = None) -> str:
     """``curves``: {label: [(x, y), ...]} or {label: [[(x, y)...], [(x, y)...]] (seeds: mean + band)}.
 
     ``baseline``: (label, y) drawn as a dashed horizontal line *under* the curves, so a
-    curve equal to it stays visible."""
+    curve equal to it stays visible; ``refs``: more (label, y) reference lines (dotted)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=FIGSIZE, dpi=DPI)
-    if baseline is not None and baseline[1] is not None and math.isfinite(baseline[1]):
-        ax.axhline(baseline[1], color="0.35", ls="--", lw=1.5, zorder=1, label=baseline[0])
+    for i, ref in enumerate([baseline] + list(refs or [])):
+        if ref is not None and isinstance(ref[1], (int, float)) and math.isfinite(ref[1]):
+            ax.axhline(ref[1], color="0.35" if i == 0 else "tab:green", ls="--" if i == 0 else ":",
+                       lw=1.5, zorder=1, label=ref[0])
     for label, data in curves.items():
         if data and isinstance(data[0], (list, tuple)) and data and isinstance(data[0][0], (list, tuple)):
             # several runs: align on x, mean and min/max band
@@ -142,14 +145,18 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
             label = f"{res.get('tuner')} (seed {res.get('seed')})"
             curves = {label: [(t + 1, v) for t, v in hist]}
             base = res.get("baseline_latency_ms")
+            refs = []
             if res.get("target") == "vta":
                 where, ylabel = f"vta {res.get('board') or ''}".strip(), "latency (ms)"
             else:  # llvm/cuda: the curve is the estimate sum(weight x best kernel time)
                 where = (res.get("extra") or {}).get("target_kind") or str(res.get("target"))
-                ylabel = "estimated latency (ms)"
+                ylabel = "latency (ms); curve: sum of best kernel times"
+                lat = res.get("latency_ms")
+                if isinstance(lat, (int, float)) and math.isfinite(lat):
+                    refs.append((f"tuned model, measured: {lat:.3f} ms", lat))
             written.append(plot_curves(curves, os.path.join(out_dir, "curve.png"),
                                        f"{res.get('model')} on {where}: best end-to-end latency",
-                                       ylabel=ylabel,
+                                       ylabel=ylabel, refs=refs,
                                        baseline=(f"{baseline_label(res)}: {base:.3f} ms", base)
                                        if isinstance(base, (int, float)) and math.isfinite(base) else None))
     from dcoc.search.msdb import load_ms_rows, ms_database_dir
