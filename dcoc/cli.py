@@ -24,6 +24,7 @@ COMMANDS = (
     "tune",
     "plot",
     "records",
+    "rpc",
 )
 
 DESCRIPTION = """\
