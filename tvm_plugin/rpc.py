@@ -487,7 +487,7 @@ def add_serve_arguments(s) -> None:
 def run_serve(args) -> int:
     from dcoc.commands.rpc import check_tracker
 
-    check_tracker(args.tracker)
+    check_tracker(args.tracker, wait=60.0)  # a server may start just before its tracker
     try:
         serve(args.tracker, args.key, args.host, args.port, args.port_end, args.custom_addr,
               silent=not getattr(args, "verbose", False), time_limit=args.time_limit)

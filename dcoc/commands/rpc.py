@@ -56,10 +56,12 @@ def add_arguments(parser) -> None:
     add_output_arguments(q, "the counts", progress=False)
 
 
-def check_tracker(addr: str, timeout: float = 5.0) -> tuple[str, int]:
+def check_tracker(addr: str, timeout: float = 5.0, wait: float = 0.0) -> tuple[str, int]:
     """(host, port) of ``HOST:PORT`` once a TCP connection to it succeeds within
-    ``timeout`` seconds; a one-line DcocError otherwise (checked before TVM is imported)."""
+    ``timeout`` seconds (retrying for ``wait`` seconds: a server may start before its
+    tracker); a one-line DcocError otherwise (checked before TVM is imported)."""
     import socket
+    import time
 
     from dcoc.errors import DcocError
 
@@ -67,16 +69,21 @@ def check_tracker(addr: str, timeout: float = 5.0) -> tuple[str, int]:
     host = host.strip("[]")
     if not host or not port.isdigit():
         raise DcocError(f"--tracker '{addr}': expected HOST:PORT, e.g. 127.0.0.1:9190")
-    try:
-        socket.create_connection((host, int(port)), timeout=timeout).close()
-    except OSError as exc:
-        raise DcocError(f"RPC tracker {host}:{port} is not reachable: {exc.strerror or exc}") \
-            from None
-    return host, int(port)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+            return host, int(port)
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise DcocError(f"RPC tracker {host}:{port} is not reachable: "
+                                f"{exc.strerror or exc}") from None
+            time.sleep(0.5)
 
 
 def run(args) -> int:
-    check_tracker(args.tracker, getattr(args, "timeout", 5.0))
+    if args.rpc_cmd == "status":
+        check_tracker(args.tracker, args.timeout)
     from tvm_plugin import rpc
 
     if args.rpc_cmd == "serve":
