@@ -1,8 +1,8 @@
 # dcoc: two commands for a newcomer -- `make demo` and `make test`.
 # Both create a project-local virtualenv (.venv) on first use.  torch is installed first,
-# as the CPU build from PyTorch's CPU wheel index when it is reachable (falling back to
-# the default index, e.g. offline mirrors or macOS, where torch is CPU-only anyway), so
-# that no multi-GB CUDA build is pulled; then dcoc with its test extra.
+# as the CPU build from PyTorch's CPU wheel index when it is reachable, else from the
+# default index (its newest +cpu build if the default pick would be CUDA; macOS/aarch64
+# wheels are CPU-only anyway): tools/install_torch.py.  No multi-GB CUDA build is pulled.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -29,15 +29,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	@if $(PY) -c "import torch" 2>/dev/null; then \
-	  echo "torch already installed: $$($(PY) -c 'import torch; print(torch.__version__)')"; \
-	elif $(PY) -c "import urllib.request as u; u.urlopen('$(TORCH_INDEX)/torch/', timeout=15)" 2>/dev/null; then \
-	  echo "installing the CPU build of torch from $(TORCH_INDEX)"; \
-	  $(PIP) install -q torch --index-url $(TORCH_INDEX); \
-	else \
-	  echo "$(TORCH_INDEX) is not reachable: torch from the default index"; \
-	  $(PIP) install -q torch; \
-	fi
+	TORCH_INDEX=$(TORCH_INDEX) $(PY) tools/install_torch.py
 	$(PIP) install -q -e '.[test]'
 	@touch $(STAMP)
 
