@@ -1,6 +1,8 @@
 # dcoc: two commands for a newcomer -- `make demo` and `make test`.
-# Both create a project-local virtualenv (.venv) on first use.  torch is installed
-# first, pinned to the CPU build (2.13.0), so that no multi-GB CUDA build is pulled.
+# Both create a project-local virtualenv (.venv) on first use.  torch is installed first,
+# as the CPU build from PyTorch's CPU wheel index when it is reachable, else from the
+# default index (its newest +cpu build if the default pick would be CUDA; macOS/aarch64
+# wheels are CPU-only anyway): tools/install_torch.py.  No multi-GB CUDA build is pulled.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -10,6 +12,8 @@ DCOC   := $(VENV)/bin/dcoc
 STAMP  := $(VENV)/.dcoc-installed
 # Test workers: pytest-xdist processes (2 cores on the reference machine).
 JOBS   ?= 2
+# PyTorch's CPU-only wheels (torch without the nvidia-* / triton wheels)
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
 .PHONY: install demo test test-all bench bench-full clean help
 
@@ -25,7 +29,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q torch==2.13.0
+	TORCH_INDEX=$(TORCH_INDEX) $(PY) tools/install_torch.py
 	$(PIP) install -q -e '.[test]'
 	@touch $(STAMP)
 

@@ -49,6 +49,8 @@ def _measurer(measurer, n_workers, target="vta"):
         return create_measurer(measurer, **kw), True
     if measurer is not None:
         return measurer, False
+    if n_workers is not None and int(n_workers) < 0:
+        raise DcocError(f"n_workers (--workers) must be >= 0 (0 = in-process), got {n_workers}")
     from dcoc.targets import get
 
     return get(target).measurer(n_workers=n_workers), True
@@ -159,7 +161,9 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
     hardware: accelerator targets: a fixed hardware config (or preset/name, e.g. VTA ``pynq``,
         systolic ``ws16x16_i15w15o15``): tune software only.
     input_shapes: ``{input name: shape}`` for models with dynamic input dimensions.
-    progress: show a progress bar on stderr.
+    progress: show progress on stderr (a bar on a terminal, a line every N trials otherwise).
+    verbose (keyword, llvm/cuda): TVM's own logs and native warnings on the console instead
+        of ``work_dir/logs/tvm.log``.
     pareto: VTA only: also return the throughput/area Pareto front over every hardware
         config the search completed (``result.pareto``, :mod:`dcoc.pareto`).
     """
@@ -195,8 +199,11 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
         if not resume and os.path.exists(os.path.join(work_dir, "database_tuning_record.json")):
             raise DcocError(f"resume=False: {work_dir} already holds a MetaSchedule database, "
                             "which llvm/cuda tuning always reuses; choose a new work_dir")
+        if n_workers is not None and int(n_workers) < 0:
+            raise DcocError(f"n_workers (--workers) must be >= 0, got {n_workers}")
         return tune_model(model, target, trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir,
                           input_shapes=input_shapes, agents=agents, progress=progress, **kwargs)
+    kwargs.pop("verbose", None)  # the accelerator path runs no TVM code that logs
     res = _tune_accelerator(tname, model, board, int(trials), tuner, agents, seed, work_dir, resume,
                            hardware, input_shapes, measurer, n_workers, progress, **kwargs)
     if pareto:  # from the run's records + the resource model (dcoc.pareto)
@@ -236,8 +243,15 @@ def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_di
     if trials < len(layers):
         raise DcocError(f"model {getattr(tasks, 'model', model)} has {len(layers)} {tg.label} layers and "
                         f"every one needs a schedule: trials must be >= {len(layers)}, got {trials}")
-    os.makedirs(work_dir, exist_ok=True)
+    if measurer is None and n_workers is not None and int(n_workers) < 0:
+        raise DcocError(f"n_workers (--workers) must be >= 0 (0 = in-process), got {n_workers}")
+    from dcoc.workdir import claim_work_dir, model_identity
+
+    claim_work_dir(work_dir, {**model_identity(model, input_shapes), "target": tg.name,
+                              "board": bd.name})
     records = Records(os.path.join(work_dir, "records.jsonl"))
+    if hardware is not None:
+        _check_schedulable(layers, hardware, tg)
     m, own = _measurer(measurer, n_workers, tg.name)
     bar = _ProgressBar(trials, f"{tuner}") if progress else None
     t0 = time.perf_counter()
@@ -287,6 +301,32 @@ def _check_fits(hw, bd, target="vta") -> None:
     get(target).check_fits(hw, bd)
 
 
+def _check_schedulable(layers, hw, tg) -> None:
+    """DcocError unless every layer has at least one valid schedule on ``hw`` (software-only
+    tuning cannot complete the model otherwise, whatever the budget)."""
+    from collections import Counter
+
+    empty, reasons = [], Counter()
+    for layer in layers:
+        space = tg.sw_space(layer, hw)
+        ok = False
+        for cfg in space:
+            why = space.check(cfg)
+            if why is None:
+                ok = True
+                break
+            if not empty:
+                reasons[" ".join(str(why).split())[:120]] += 1
+        if not ok:
+            empty.append(layer.name)
+    if empty:
+        names = ", ".join(empty[:4]) + (f" and {len(empty) - 4} more" if len(empty) > 4 else "")
+        why = reasons.most_common(1)[0][0] if reasons else "no schedule fits"
+        raise ConfigError(f"hardware {hw.name} has no valid schedule for {len(empty)} of "
+                          f"{len(layers)} layers ({names}; e.g. {why}): choose hardware with "
+                          "larger buffers (a bigger --hardware), not more --trials")
+
+
 def _baseline_latency(layers, hw, target=None) -> float:
     """Accelerator time of the layers on ``hw`` with the default schedules (same epilogue
     and default-schedule rule as the tuning run, so the two are comparable)."""
@@ -315,19 +355,18 @@ def _layer_rows(layers, hw, session) -> list[dict]:
 
 
 class _ProgressBar:
-    """tqdm bar over trials showing the best model latency so far."""
+    """Progress over trials showing the best model latency so far (a bar on a terminal, a
+    plain line every tenth of the budget otherwise: :class:`dcoc.progress.Progress`)."""
 
     def __init__(self, total: int, desc: str):
-        from tqdm import tqdm
+        from dcoc.progress import Progress
 
-        self.bar = tqdm(total=total, desc=desc, unit="trial", dynamic_ncols=True, leave=True)
+        self.bar = Progress(total, desc)
 
     def __call__(self, session):
-        self.bar.n = session.trials
         lat = session.best_latency
-        if math.isfinite(lat):
-            self.bar.set_postfix_str(f"best {lat * 1e3:.3f} ms on {session.best_hw}", refresh=False)
-        self.bar.refresh()
+        self.bar.update(session.trials, f"best {lat * 1e3:.3f} ms on {session.best_hw}"
+                        if math.isfinite(lat) else "")
 
     def close(self):
         self.bar.close()

@@ -53,10 +53,11 @@ def resnet18_layer(name: str):
 
 
 def cache_root(name: str) -> str:
-    """``$DCOC_CACHE/name`` (default ``~/.cache/dcoc/name``): caches of simulated times."""
-    import os
+    """``$DCOC_CACHE/name`` (else ``$XDG_CACHE_HOME/dcoc/name``, else ``~/.cache/dcoc/name``):
+    caches of simulated times (:func:`dcoc.paths.cache_root`)."""
+    from dcoc.paths import cache_root as _root
 
-    return os.path.join(os.environ.get("DCOC_CACHE", os.path.expanduser("~/.cache/dcoc")), name)
+    return _root(name)
 
 
 def timing_model_tag(epilogue="default") -> str:

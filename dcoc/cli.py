@@ -25,6 +25,7 @@ COMMANDS = (
     "run",
     "plot",
     "records",
+    "rpc",
 )
 
 DESCRIPTION = """\

@@ -16,9 +16,13 @@ weights are ``ConstantOfShape`` nodes) are available by name as well, e.g.
 ``light_resnet50``.
 
 Cache: ``$DCOC_CACHE/models`` if the environment variable ``DCOC_CACHE`` is set, else
-``~/.cache/dcoc/models``.  A cached file's name carries a digest of the builder source, so
-editing a builder rebuilds the model; stale versions are removed.  Builds are atomic and
-serialized with a file lock (parallel test workers are safe).
+``$XDG_CACHE_HOME/dcoc/models``, else ``~/.cache/dcoc/models`` (:func:`dcoc.paths.cache_root`).
+A cached file's name carries a digest of the builder source, so editing a builder
+rebuilds the model; stale versions are removed.  A ``<file>.sha256`` next to it holds the
+digest of the built content (the ``.onnx`` and its ``.data``); a cached model whose
+content no longer matches (truncated, overwritten, bit rot) is rebuilt.  Builds are
+atomic and serialized with a file lock (parallel test workers are safe).  A cache
+directory that cannot be written is a one-line :class:`~dcoc.errors.ModelError`.
 
 API: :func:`list_models`, :func:`get`, :func:`resolve`, :func:`info`, :func:`cache_dir`.
 """
@@ -106,10 +110,48 @@ def light_names() -> list[str]:
 
 
 def cache_dir() -> str:
-    """``$DCOC_CACHE/models`` or ``~/.cache/dcoc/models`` (created on demand)."""
-    root = os.environ.get("DCOC_CACHE") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                         "dcoc")
-    return os.path.join(root, "models")
+    """``$DCOC_CACHE/models``, ``$XDG_CACHE_HOME/dcoc/models`` or ``~/.cache/dcoc/models``
+    (created on demand)."""
+    from dcoc.paths import cache_root
+
+    return cache_root("models")
+
+
+def _content_digest(path: str) -> str:
+    """sha256 over the model file and its external data file (if any)."""
+    h = hashlib.sha256()
+    for p in (path, path + ".data"):
+        if os.path.exists(p):
+            with open(p, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+    return h.hexdigest()
+
+
+_VERIFIED: dict = {}  # path -> (size, mtime_ns) of the content last found intact
+
+
+def _stamp(path: str) -> tuple:
+    st = [os.stat(p) for p in (path, path + ".data") if os.path.exists(p)]
+    return tuple((s.st_size, s.st_mtime_ns) for s in st)
+
+
+def _intact(path: str) -> bool:
+    """True if ``path`` exists and its content matches the digest recorded when it was built."""
+    if not os.path.exists(path):
+        return False
+    try:
+        stamp = _stamp(path)
+        if _VERIFIED.get(path) == stamp:
+            return True
+        with open(path + ".sha256", encoding="ascii") as f:
+            want = f.read().split()[0]
+        ok = _content_digest(path) == want
+    except (OSError, IndexError, UnicodeDecodeError):
+        return False
+    if ok:
+        _VERIFIED[path] = stamp
+    return ok
 
 
 def _digest() -> str:
@@ -152,6 +194,9 @@ def build(name: str, path: str) -> str:
     if entry.external_data:
         os.replace(tmp + ".data", data_path)
     os.replace(tmp, path)
+    with open(path + ".sha256.partial", "w", encoding="ascii") as f:
+        f.write(_content_digest(path) + "\n")
+    os.replace(path + ".sha256.partial", path + ".sha256")
     return path
 
 
@@ -171,34 +216,40 @@ def get(name: str) -> str:
     if name in _ZOO:
         directory = cache_dir()
         path = os.path.join(directory, f"{name}-{_digest()}.onnx")
-        if os.path.exists(path):
+        if _intact(path):
             return path
-        with _locked(directory, name):
-            if not os.path.exists(path):  # another process may have built it meanwhile
-                t0 = time.perf_counter()
-                try:
+        hint = "set DCOC_CACHE (or XDG_CACHE_HOME) to a writable directory"
+        try:
+            with _locked(directory, name):
+                if not _intact(path):  # another process may have built it meanwhile
+                    if os.path.exists(path):
+                        _log(f"dcoc: cached zoo model '{name}' ({path}) does not match its "
+                             "recorded digest (damaged or incomplete): rebuilding it")
+                    t0 = time.perf_counter()
                     build(name, path)
-                except OSError as exc:
-                    raise ModelError(f"cannot build zoo model '{name}' in {directory}: {exc}"
-                                     " (set DCOC_CACHE to a writable directory)") from exc
-                _log_build(name, time.perf_counter() - t0)
-                for old in glob.glob(os.path.join(directory, f"{name}-*.onnx*")):
-                    if not old.startswith(path):
-                        with contextlib.suppress(OSError):
-                            os.remove(old)
+                    _log_build(name, time.perf_counter() - t0)
+                    for old in glob.glob(os.path.join(directory, f"{name}-*.onnx*")):
+                        if not old.startswith(path):
+                            with contextlib.suppress(OSError):
+                                os.remove(old)
+        except OSError as exc:
+            raise ModelError(f"cannot build zoo model '{name}' in cache directory {directory}: "
+                             f"{exc.strerror or exc} ({hint})") from None
         return path
     if name in light_names():
         return os.path.join(light_dir(), name + ".onnx")
     raise ModelError(_unknown(name))
 
 
-def _log_build(name: str, seconds: float) -> None:
+def _log(text: str) -> None:
     import sys
 
-    if os.environ.get("DCOC_QUIET"):
-        return
-    print(f"dcoc: built zoo model '{name}' in {seconds:.1f} s (cached in {cache_dir()})",
-          file=sys.stderr)
+    if not os.environ.get("DCOC_QUIET"):
+        print(text, file=sys.stderr)
+
+
+def _log_build(name: str, seconds: float) -> None:
+    _log(f"dcoc: built zoo model '{name}' in {seconds:.1f} s (cached in {cache_dir()})")
 
 
 def _unknown(name: str) -> str:

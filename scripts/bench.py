@@ -112,7 +112,7 @@ def _plot_sw(res: dict, img: str) -> list[str]:
         n = len(layers)
         cols = min(n, 3)
         rows = math.ceil(n / cols)
-        fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.4 * rows), dpi=100, squeeze=False)
+        fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.9 * rows + 0.6), dpi=100, squeeze=False)
         for ax, layer in zip(axes.flat, layers):
             for t in tuners:
                 rs = [r for r in runs if r["layer"] == layer and r["tuner"] == t]
@@ -132,16 +132,19 @@ def _plot_sw(res: dict, img: str) -> list[str]:
                     x = [statistics.mean(col) + (i + 1) * sim for i, col in enumerate(zip(*[w[:L] for w in walls]))]
                 ax.plot(x, mean, label=t, lw=1.4 if t == "dcoc" else 1.0)
                 ax.fill_between(x, lo, hi, alpha=0.12)
-            ax.set_title(f"ResNet-18 {layer} (pynq)", fontsize=9)
+            ax.set_title(f"ResNet-18 {layer} (pynq)", fontsize=12)
             ax.set_ylim(0.5, 1.01)
             ax.set_xscale("log")
-            ax.set_xlabel("trials" if axis == "trials" else "wall seconds (tuner + simulation)", fontsize=8)
-            ax.set_ylabel("best / optimum throughput", fontsize=8)
+            ax.set_xlabel("trials" if axis == "trials" else "wall seconds (tuner + simulation)", fontsize=11)
+            ax.set_ylabel("best / optimum throughput", fontsize=11)
+            ax.tick_params(labelsize=10)
             ax.grid(alpha=0.3)
         for ax in list(axes.flat)[len(layers):]:
             ax.axis("off")
-        axes.flat[0].legend(fontsize=7)
+        from dcoc.plots import figure_legend
+
         fig.tight_layout()
+        figure_legend(fig, axes)  # one legend for all panels, below them
         p = os.path.join(img, f"sw_curves_{axis}.png")
         fig.savefig(p)
         plt.close(fig)
@@ -245,9 +248,11 @@ def _plot_pareto(res: dict, img: str) -> list[str]:
             ax.set_xlabel(f"{res_key.upper()} used")
             ax.set_ylabel("inferences / s (VTA layers)")
             ax.grid(alpha=0.3)
-        axes[0].set_title(f"{model} on {board}: hardware explored", fontsize=9)
-        axes[0].legend(fontsize=7)
+        axes[0].set_title(f"{model} on {board}: hardware explored", fontsize=12)
+        from dcoc.plots import figure_legend
+
         fig.tight_layout()
+        figure_legend(fig, axes)
         p = os.path.join(img, f"codesign_pareto_{model}_{board}.png")
         fig.savefig(p)
         plt.close(fig)

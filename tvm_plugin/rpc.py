@@ -1,7 +1,8 @@
 """Distributed measurement over a TVM RPC tracker.
 
 Two ways to scale measurement out, both through the standard TVM tracker
-(``python -m tvm.exec.rpc_tracker --host 0.0.0.0 --port 9190``):
+(``python -m tvm.exec.rpc_tracker --host 127.0.0.1 --port 9190``; use a non-loopback
+address only on a network you trust, see *Security* below):
 
 1. **Real hardware (llvm/cuda)**: MetaSchedule's ``RPCRunner``.  Start TVM's own servers
    on the measuring machines (``python -m tvm.exec.rpc_server --tracker HOST:9190 --key
@@ -28,7 +29,19 @@ Wire format (JSON text, both ways)::
               "gops": 12.3, "utilization": 0.41}
              {"valid": false, "reason": "..."}   (invalid knobs/config; never an RPC error)
 
-The TVM RPC server executes whatever a client sends it: run it only on trusted networks.
+Security.  TVM's own RPC server (``python -m tvm.exec.rpc_server``, case 1) runs whatever
+a client sends it -- upload a shared library, load it, call it -- so anyone who can reach
+its port (or the tracker's) can run code as the server's user: expose it only on a
+network where you trust every host.  The simulator server here (case 2) is restricted:
+in each session process every TVM global function except :data:`SIM_FUNC` is removed
+before the session starts (no upload, download, load_module, module loading or any other
+TVM function can be called), a request larger than :data:`MAX_REQUEST_BYTES` is refused,
+and one simulation may take at most ``--time-limit`` seconds (default
+:data:`DEFAULT_TIME_LIMIT`) before it is answered as invalid.  It listens on 127.0.0.1
+unless ``--host`` says otherwise; binding it to another address lets every host that can
+reach that address use this machine's CPU for simulations (and try to crash the
+process), so do that only on a trusted network.  The tracker has no authentication
+either.
 """
 from __future__ import annotations
 
@@ -49,6 +62,10 @@ from dcoc.search.task import TuningTask
 #: the remote function the simulator servers register
 SIM_FUNC = "dcoc.vta.simulate_json"
 DEFAULT_KEY = "vta-sim"
+#: a request longer than this (characters) is answered as invalid, unread
+MAX_REQUEST_BYTES = 64 * 1024
+#: seconds one simulation may take on a server before it is answered as invalid
+DEFAULT_TIME_LIMIT = 20.0
 
 logger = logging.getLogger("dcoc.rpc")
 
@@ -114,11 +131,77 @@ def simulate_json(text: str) -> str:
 
 
 # ============================================================================ server
-def register() -> None:
+class _TimeLimit(BaseException):  # not caught by simulate_json's "except Exception"
+    pass
+
+
+def limited_simulate_json(text, time_limit: float = DEFAULT_TIME_LIMIT) -> str:
+    """:func:`simulate_json` with the server's limits: a size cap on the request and a
+    wall-clock limit per simulation (SIGALRM; the simulator is Python, so it is
+    interrupted between bytecodes).  Both answer ``{"valid": false, "reason": ...}``."""
+    import signal
+
+    text = str(text)
+    if len(text) > MAX_REQUEST_BYTES:
+        return json.dumps({"valid": False, "reason": f"request of {len(text)} bytes exceeds the "
+                                                     f"server's limit of {MAX_REQUEST_BYTES}"})
+    if not time_limit or time_limit <= 0 or threading.current_thread() is not threading.main_thread():
+        return simulate_json(text)
+
+    def on_alarm(signum, frame):
+        raise _TimeLimit()
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, float(time_limit))
+    try:
+        return simulate_json(text)
+    except _TimeLimit:
+        return json.dumps({"valid": False, "reason": f"simulation exceeded the server's time "
+                                                     f"limit of {time_limit:g} s"})
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def register(time_limit: float = DEFAULT_TIME_LIMIT) -> None:
     """Register :data:`SIM_FUNC` in this process (sessions forked later inherit it)."""
     import tvm
 
-    tvm.register_global_func(SIM_FUNC, simulate_json, override=True)
+    tvm.register_global_func(SIM_FUNC, lambda text: limited_simulate_json(text, time_limit),
+                             override=True)
+
+
+def restrict_globals(keep=(SIM_FUNC,)) -> int:
+    """Remove every TVM global function except ``keep`` from this process (a session
+    process of the simulator server: the RPC client can then call nothing else).
+    Returns how many were removed; RuntimeError if any other function is left."""
+    import tvm_ffi
+
+    reg = tvm_ffi.registry
+    remove = reg.get_global_func("ffi.FunctionRemoveGlobal")
+    helpers = ("ffi.FunctionListGlobalNamesFunctor", "ffi.FunctionRemoveGlobal")
+    names = list(reg.list_global_func_names())
+    for name in names:
+        if name not in keep and name not in helpers:
+            remove(name)
+    left = set(reg.list_global_func_names()) - set(keep) - set(helpers)
+    if left:
+        raise RuntimeError(f"could not remove TVM global functions: {sorted(left)[:5]}")
+    for name in helpers:  # the registry tools last (``remove`` is held as an object)
+        remove(name)
+    return len(names) - len(keep)
+
+
+def _restricted_serve_loop(sock, load_library, work_path):
+    """Replacement for ``tvm.rpc.server._serve_loop`` (run in the forked session process):
+    no upload/load_module environment, and only :data:`SIM_FUNC` left callable."""
+    from tvm.rpc import _ffi_api
+
+    server_loop = _ffi_api.ServerLoop  # looked up before the registry is emptied
+    # rpc.LocalSession: the session the handshake constructs (it serves the registry,
+    # which then holds only the simulator)
+    restrict_globals(keep=(SIM_FUNC, "rpc.LocalSession"))
+    server_loop(sock.fileno())
 
 
 def parse_addr(addr, default_port: int = 9190) -> tuple[str, int]:
@@ -132,17 +215,20 @@ def parse_addr(addr, default_port: int = 9190) -> tuple[str, int]:
 
 def serve(tracker: str | tuple, key: str = DEFAULT_KEY, host: str = "127.0.0.1",
           port: int = 9090, port_end: int | None = None, custom_addr: str | None = None,
-          silent: bool = True) -> None:
+          silent: bool = True, time_limit: float = DEFAULT_TIME_LIMIT) -> None:
     """Run a simulator RPC server registered with ``tracker`` under ``key`` (blocks).
 
     The listening loop runs in this process (no extra pool process); TVM forks one child
-    per client session, which inherits the registered simulator function.
+    per client session, which inherits the registered simulator function and nothing
+    else (see *Security* in the module docstring).  ``host``: the address to listen on
+    (default loopback only).
     """
     import socket
 
     from tvm.rpc import server as rpc_server
 
-    register()
+    register(time_limit)
+    rpc_server._serve_loop = _restricted_serve_loop  # noqa: SLF001 - sessions: simulator only
     if silent:
         logging.getLogger("RPCServer").setLevel(logging.ERROR)
     tracker_addr = parse_addr(tracker)
@@ -166,12 +252,29 @@ def serve(tracker: str | tuple, key: str = DEFAULT_KEY, host: str = "127.0.0.1",
 
 
 # ============================================================================ client
-def tracker_servers(tracker, key: str) -> dict:
-    """``{"free": n, "pending": n}`` for ``key`` on the tracker (zeros if unknown)."""
+def tracker_servers(tracker, key: str, timeout: float = 5.0) -> dict:
+    """``{"free": n, "pending": n}`` for ``key`` on the tracker (zeros if unknown).
+
+    A tracker that cannot be reached within ``timeout`` seconds is a one-line
+    :class:`dcoc.errors.DcocError` (TVM's own client would retry for a minute)."""
+    import socket
+
     from tvm import rpc
 
+    from dcoc.errors import DcocError
+
     host, port = parse_addr(tracker)
-    info = rpc.connect_tracker(host, port).summary().get("queue_info", {}).get(key, {})
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise DcocError(f"RPC tracker {host}:{port} is not reachable: "
+                        f"{exc.strerror or exc}") from None
+    try:
+        summary = rpc.connect_tracker(host, port).summary()
+    except Exception as exc:  # noqa: BLE001 - not a tracker, or it went away
+        raise DcocError(f"RPC tracker {host}:{port} did not answer: "
+                        f"{' '.join(str(exc).split())[:200]}") from None
+    info = summary.get("queue_info", {}).get(key, {})
     return {"free": int(info.get("free", 0)), "pending": int(info.get("pending", 0))}
 
 
@@ -375,30 +478,45 @@ def _result_of(out: dict, wall: float, server: str) -> MeasureResult:
 
 
 # ============================================================================ CLI
+def add_serve_arguments(s) -> None:
+    from dcoc.commands.rpc import add_serve_arguments as add
+
+    add(s)
+
+
+def run_serve(args) -> int:
+    from dcoc.commands.rpc import check_tracker
+
+    check_tracker(args.tracker, wait=60.0)  # a server may start just before its tracker
+    try:
+        serve(args.tracker, args.key, args.host, args.port, args.port_end, args.custom_addr,
+              silent=not getattr(args, "verbose", False), time_limit=args.time_limit)
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from dcoc.errors import DcocError
+
     ap = argparse.ArgumentParser(prog="python -m tvm_plugin.rpc",
-                                 description="dcoc's VTA simulator as a TVM RPC server")
+                                 description="dcoc's VTA simulator as a TVM RPC server "
+                                             "(same as `dcoc rpc`)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve", help="start a simulator server registered with a tracker")
-    s.add_argument("--tracker", required=True, help="HOST:PORT of the RPC tracker")
-    s.add_argument("--key", default=DEFAULT_KEY, help=f"server key (default {DEFAULT_KEY})")
-    s.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    s.add_argument("--port", type=int, default=9090, help="first port to try")
-    s.add_argument("--port-end", type=int, default=None, help="last port to try (default PORT+100)")
-    s.add_argument("--custom-addr", default=None, help="address to report to the tracker")
+    add_serve_arguments(s)
     s.add_argument("--verbose", action="store_true")
     q = sub.add_parser("status", help="free/pending servers of a key on a tracker")
     q.add_argument("--tracker", required=True)
     q.add_argument("--key", default=DEFAULT_KEY)
     args = ap.parse_args(argv)
-    if args.cmd == "serve":
-        try:
-            serve(args.tracker, args.key, args.host, args.port, args.port_end, args.custom_addr,
-                  silent=not args.verbose)
-        except KeyboardInterrupt:
-            return 0
-        return 0
-    print(json.dumps(tracker_servers(args.tracker, args.key)))
+    try:
+        if args.cmd == "serve":
+            return run_serve(args)
+        print(json.dumps(tracker_servers(args.tracker, args.key)))
+    except DcocError as exc:
+        print(f"dcoc rpc: error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -23,8 +23,16 @@ MetaSchedule's own strategies only use the records as their starting population 
 the full budget again.
 
 Logging: MetaSchedule's logs go to ``work_dir/logs/`` (one file per task plus the task
-scheduler's); the console gets one progress line per measured batch and a final per-task
-table on stderr (``progress=False`` silences both, a callable receives them instead).
+scheduler's); TVM's native (C++) warnings, which write straight to file descriptor 2, go
+to ``work_dir/logs/tvm.log`` unless ``verbose=True`` (which also lets MetaSchedule's task
+tables reach the console).  The console gets one progress line per measured batch and a
+final per-task table on stderr (``progress=False`` silences both, a callable receives
+them instead).
+
+Work dir: like the VTA path it belongs to one model and target (``dcoc_run.json``, see
+:mod:`dcoc.workdir`); the result is saved to ``work_dir/result.json`` (the tuning curve is
+its ``history``), and ``work_dir/ms_tasks.json`` names the database's workloads so that
+``dcoc records`` / ``dcoc plot`` can read the database without TVM.
 """
 from __future__ import annotations
 
@@ -95,12 +103,50 @@ def _py(x):
     return str(x)
 
 
-def _silence_metaschedule():
-    """Keep MetaSchedule's INFO chatter out of the console (it still goes to the log files)."""
+def _silence_metaschedule(verbose: bool = False):
+    """Keep MetaSchedule's INFO chatter (task tables) out of the console unless ``verbose``
+    (it still goes to the log files in ``work_dir/logs``)."""
     lg = logging.getLogger("tvm.s_tir.meta_schedule")
     old = lg.level
-    lg.setLevel(logging.WARNING)
+    lg.setLevel(logging.INFO if verbose else logging.WARNING)
     return lg, old
+
+
+@contextlib.contextmanager
+def native_stderr_to(log_path: str, enabled: bool = True):
+    """Send what native code writes to file descriptor 2 (TVM's C++ ``LOG(WARNING)``,
+    LLVM, forked builder workers) to ``log_path`` for the duration; Python's
+    ``sys.stderr`` keeps writing to the console (progress lines, errors)."""
+    if not enabled:
+        yield
+        return
+    try:
+        py_on_fd2 = sys.stderr.fileno() == 2
+    except (AttributeError, ValueError, OSError):
+        py_on_fd2 = False  # e.g. captured by pytest: Python output does not use fd 2
+    sys.stderr.flush()
+    saved = os.dup(2)
+    console = None
+    old_stderr = sys.stderr
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        if py_on_fd2:
+            console = os.fdopen(os.dup(saved), "w", buffering=1, encoding="utf-8",
+                                errors="backslashreplace")
+            sys.stderr = console
+        os.dup2(log_fd, 2)
+        yield
+    finally:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log_fd)
+        if console is not None:
+            sys.stderr = old_stderr
+            console.close()
 
 
 @contextlib.contextmanager
@@ -153,7 +199,7 @@ class _Progress:
                 self.errors[task_id] += 1
         est = self.estimate_ms()
         if math.isfinite(est):
-            self.history.append([self.total, est])
+            self.history.append([self.total - 1, est])  # 0-based trial index, as for vta
         t = self.tasks[task_id]
         b = self.best[task_id]
         gf = t["flop"] / b / 1e9 if math.isfinite(b) and t["flop"] else 0.0
@@ -205,7 +251,7 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
                task_scheduler: str = "gradient", population: int = 128,
                measure: bool = True, baseline: bool = True, progress: Any = True,
                timeout_sec: float = 30.0, latency_repeat: int = 5,
-               keep_untuned_if_faster: bool = True) -> TuneResult:
+               keep_untuned_if_faster: bool = True, verbose: bool = False) -> TuneResult:
     """Tune ``model`` for an llvm/cuda target; returns a :class:`dcoc.result.TuneResult`.
 
     Parameters
@@ -236,13 +282,11 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
         code (both built in this process, alternating rounds) and compile with the untuned
         code where it is more than 5% faster -- tiny operators (reshape, small elementwise
         ops) lose to MetaSchedule's always-parallel schedules by the thread-pool launch.
+    verbose: TVM's native warnings and MetaSchedule's task tables on the console instead
+        of ``work_dir/logs/tvm.log`` and the per-task log files.
     """
-    from tvm.s_tir import meta_schedule as ms
-
     from tvm_plugin import frontend as F
-    from tvm_plugin.build import (close_builder, compile_model, make_builder,
-                                  make_model_runner, make_runner, measure_latency,
-                                  preload_tensor_intrin, random_inputs)
+    from tvm_plugin.build import preload_tensor_intrin
 
     preload_tensor_intrin()
 
@@ -255,12 +299,43 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
     if int(trials) < 1:
         raise DcocError(f"trials must be >= 1, got {trials}")
     work_dir = os.path.abspath(work_dir or tempfile.mkdtemp(prefix="dcoc-ms-"))
-    os.makedirs(work_dir, exist_ok=True)
+    from dcoc.workdir import claim_work_dir, model_identity
 
     m = model if isinstance(model, F.Model) else F.load(model, input_shapes)
     tasks = m.tasks(spec)
     if not tasks:
         raise DcocError(f"model '{m.name}' has no tunable operators for {spec.kind}")
+    ident = model_identity(model if not isinstance(model, F.Model) else m.name, input_shapes)
+    claim_work_dir(work_dir, {**ident, "target": _target_identity(tgt)})
+    os.makedirs(os.path.join(work_dir, "logs"), exist_ok=True)
+    with native_stderr_to(os.path.join(work_dir, "logs", "tvm.log"), enabled=not verbose):
+        return _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner, agents,
+                           trials_per_task, num_trials_per_iter, builder, strategy, cost_model,
+                           tuner_kwargs, task_scheduler, population, measure, baseline,
+                           progress, timeout_sec, latency_repeat, keep_untuned_if_faster,
+                           verbose, t_start)
+
+
+def _target_identity(tgt) -> str:
+    """The target as a stable string for the work dir's identity (kind + options)."""
+    import json
+
+    try:
+        return json.dumps(_py(tgt.export()), sort_keys=True)
+    except Exception:  # noqa: BLE001
+        return str(tgt)
+
+
+def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner, agents,
+                trials_per_task, num_trials_per_iter, builder, strategy, cost_model,
+                tuner_kwargs, task_scheduler, population, measure, baseline, progress,
+                timeout_sec, latency_repeat, keep_untuned_if_faster, verbose, t_start):
+    from tvm.s_tir import meta_schedule as ms
+
+    from tvm_plugin.build import (close_builder, compile_model, make_builder,
+                                  make_model_runner, make_runner, measure_latency,
+                                  random_inputs)
+
     ms_tasks = [t.ms_task for t in tasks]
     names = {t.ms_task.task_name: t.name for t in tasks}
 
@@ -269,7 +344,7 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
     else:
         default_cm = "random"
     cost_model = cost_model or default_cm
-    lg, old_level = _silence_metaschedule()
+    lg, old_level = _silence_metaschedule(verbose)
     try:
         with metaschedule_logging_guard():
             ctxs, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
@@ -298,7 +373,7 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
     _say(progress, f"dcoc: tuning {m.name} for {spec.kind} ({len(ctxs)} tasks, {trials} trials, "
                    f"tuner {tuner}, seed {seed}); MetaSchedule logs in {work_dir}/logs")
     t_tune = time.perf_counter()
-    lg, old_level = _silence_metaschedule()
+    lg, old_level = _silence_metaschedule(verbose)
     try:
         callbacks = MEASURE_CALLBACKS() + [_progress_callback(prog)]
         ms.tune_tasks(tasks=ctxs, task_weights=weights, work_dir=work_dir,
@@ -385,7 +460,27 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
                          for s in strat_results.values()]},
     )
     result._runner = make_model_runner(ex, tgt, names_in, m.input_dtypes)
+    _write_task_names(db, ctxs, task_info, work_dir)
+    result.save(os.path.join(work_dir, "result.json"))
     return result
+
+
+def _write_task_names(db, ctxs, task_info, work_dir: str) -> None:
+    """``work_dir/ms_tasks.json``: {workload structural hash: task name} for the database
+    readers that run without TVM (:mod:`dcoc.search.msdb`)."""
+    import json
+
+    names = {}
+    for ctx, info in zip(ctxs, task_info):
+        try:
+            if db.has_workload(ctx.mod):
+                names[str(db.commit_workload(ctx.mod).as_json()[0])] = info["name"]
+        except Exception:  # noqa: BLE001 - names are a convenience
+            continue
+    from dcoc.paths import write_text_atomic
+
+    write_text_atomic(os.path.join(work_dir, "ms_tasks.json"),
+                      json.dumps(names, indent=2, sort_keys=True) + "\n")
 
 
 def _time_kernels(kernels: dict, rounds: int = 2) -> dict:

@@ -4,11 +4,27 @@
 ``parse_input_shapes(args.input_shape)`` turns the repeated ``NAME:D0,D1,...`` flags into
 the ``input_shapes`` dict that :func:`tvm_plugin.frontend.load` takes;
 ``add_target_argument(parser)`` adds ``--target``.  Nothing here imports TVM.
+
+Output conventions shared by every command (reuse them in new commands):
+
+* ``add_output_arguments(parser)`` adds ``--json [PATH|-]`` (``-`` or no value: JSON on
+  stdout and nothing else there; a PATH: the usual report on stdout and the JSON written
+  to PATH, atomically), ``-q/--quiet`` (no progress display) and ``-v/--verbose`` (TVM's own
+  logs and native warnings on the console instead of the work dir's log file).
+* ``out = Output(args)`` right at the start of ``run(args)``: it checks that a ``--json``
+  PATH can be written *before* any work starts (one-line error, exit 2).  Then
+  ``out.print(...)`` for the human-readable report (skipped when the JSON goes to
+  stdout), ``out.emit_json(obj)`` for the result, ``out.progress`` (False with ``-q``) and
+  ``out.verbose``.
+* Progress: :class:`dcoc.progress.Progress` (a bar on a terminal, a plain line every N
+  trials otherwise).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import sys
 
 from dcoc.errors import ModelError
 
@@ -93,3 +109,77 @@ def render_table(headers: list[str], rows: list[list], right: set[int] | None = 
     out = [line(headers), line(["-" * w for w in widths])]
     out.extend(line(r) for r in cells)
     return "\n".join(out)
+
+
+# ------------------------------------------------------------------ output conventions
+JSON_HELP = ("write {what} as JSON: to stdout with '-' (or no value; stdout then carries "
+             "only the JSON), or to the file PATH (checked before any work starts)")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, what: str = "the result",
+                         progress: bool = True) -> None:
+    """Add ``--json [PATH|-]``, ``-q/--quiet`` and ``-v/--verbose`` (see the module docstring)."""
+    parser.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH|-",
+                        help=JSON_HELP.format(what=what))
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress display" if progress else "print less")
+    g.add_argument("-v", "--verbose", action="store_true",
+                   help="more detail: TVM's own logs and native warnings on the console "
+                        "(default: in the work dir's log file)")
+
+
+class Output:
+    """Where a command's report and JSON go, per :func:`add_output_arguments`'s flags."""
+
+    def __init__(self, args):
+        from dcoc.paths import check_output_file
+
+        self.json_path = getattr(args, "json", None)
+        if self.json_path is True:  # a caller that still uses a plain flag
+            self.json_path = "-"
+        self.quiet = bool(getattr(args, "quiet", False))
+        self.verbose = bool(getattr(args, "verbose", False))
+        if self.json_path not in (None, "-"):
+            check_output_file(self.json_path, "--json file")
+
+    @property
+    def json_to_stdout(self) -> bool:
+        return self.json_path == "-"
+
+    @property
+    def progress(self) -> bool:
+        return not self.quiet
+
+    def print(self, *parts, **kw) -> None:
+        """The human-readable report: stdout, unless stdout carries the JSON."""
+        if not self.json_to_stdout:
+            print(*parts, **kw)
+
+    def note(self, text: str) -> None:
+        """A status line for people (stderr), silenced by ``-q``."""
+        if not self.quiet:
+            print(text, file=sys.stderr)
+
+    def emit_json(self, obj, default=None) -> None:
+        """Write ``obj`` to stdout (``--json -``) or the ``--json`` PATH; no-op without --json."""
+        if self.json_path is None:
+            return
+        text = json.dumps(obj, indent=2, default=default or _json_default) + "\n"
+        if self.json_to_stdout:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return
+        from dcoc.paths import write_text_atomic
+
+        write_text_atomic(self.json_path, text, "--json file")
+
+
+def _json_default(o):
+    if hasattr(o, "item"):
+        return o.item()
+    if hasattr(o, "to_json"):
+        return o.to_json()
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)

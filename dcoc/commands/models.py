@@ -1,12 +1,10 @@
 """``dcoc models``: the model zoo and the light_* models, with parameter and MAC counts."""
 from __future__ import annotations
 
-import json
 import os
-import sys
 import time
 
-from dcoc.commands._common import fmt_count, render_table
+from dcoc.commands._common import Output, add_output_arguments, fmt_count, render_table
 
 NAME = "models"
 HELP = "list the bundled models (zoo + onnx light_* models) with parameters and MACs"
@@ -14,7 +12,8 @@ DESCRIPTION = """\
 List the models `dcoc tasks`, `dcoc simulate` and `dcoc tune` accept by name.
 
 zoo:        built by dcoc from code on first use (fixed-seed weights, bit-identical on every
-            machine) and cached in $DCOC_CACHE/models (default ~/.cache/dcoc/models).
+            machine) and cached in $DCOC_CACHE/models (default $XDG_CACHE_HOME/dcoc/models, else
+            ~/.cache/dcoc/models); a damaged cached file is detected and rebuilt.
 onnx-light: real CNN topologies shipped inside the onnx wheel with constant weights (the
             shapes and therefore the tuning workloads are real; the outputs are not).
 
@@ -24,7 +23,7 @@ shapes shown (batch 1).  No weights are generated to list the zoo.
 examples:
   dcoc models
   dcoc models --build          # build (or check) every zoo model now, print cache paths
-  dcoc models --json"""
+  dcoc models --json -         # JSON on stdout"""
 
 
 def add_arguments(parser) -> None:
@@ -32,7 +31,7 @@ def add_arguments(parser) -> None:
                         help="build every zoo model that is not cached yet and show its file")
     parser.add_argument("--zoo-only", action="store_true",
                         help="leave out the light_* models of the onnx wheel")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_output_arguments(parser, "the model list", progress=False)
 
 
 def _shape(shapes: dict) -> str:
@@ -42,6 +41,7 @@ def _shape(shapes: dict) -> str:
 def run(args) -> int:
     import dcoc_models
 
+    out = Output(args)
     infos = dcoc_models.list_models(include_light=not args.zoo_only)
     files: dict[str, tuple[str, float, float]] = {}
     if args.build:
@@ -54,23 +54,23 @@ def run(args) -> int:
             if os.path.exists(path + ".data"):
                 size += os.path.getsize(path + ".data")
             files[info.name] = (path, size, time.perf_counter() - t0)
-    if args.json:
-        out = [{"name": i.name, "source": i.source, "description": i.description,
+    if out.json_path is not None:
+        data = [{"name": i.name, "source": i.source, "description": i.description,
                 "params": i.params, "macs": i.macs,
                 "input_shapes": {k: list(v) for k, v in i.input_shapes.items()},
                 **({"path": files[i.name][0], "bytes": files[i.name][1]}
                    if i.name in files else {})} for i in infos]
-        json.dump(out, sys.stdout, indent=2)
-        print()
-        return 0
+        out.emit_json(data)
+        if out.json_to_stdout:
+            return 0
     rows = [[i.name, i.source, _shape(i.input_shapes), fmt_count(i.params),
              fmt_count(i.macs), i.description] for i in infos]
-    print(render_table(["model", "source", "input", "params", "MACs", "description"], rows,
+    out.print(render_table(["model", "source", "input", "params", "MACs", "description"], rows,
                        right={3, 4}))
     if files:
-        print()
+        out.print()
         for name, (path, size, secs) in files.items():
-            print(f"{name}: {path} ({size / 2**20:.1f} MiB, {secs:.1f} s)")
+            out.print(f"{name}: {path} ({size / 2**20:.1f} MiB, {secs:.1f} s)")
     else:
-        print(f"\nzoo cache: {dcoc_models.cache_dir()}")
+        out.print(f"\nzoo cache: {dcoc_models.cache_dir()}")
     return 0

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import json
-import sys
 
-from dcoc.commands._common import add_model_arguments, parse_input_shapes
+from dcoc.commands._common import Output, add_model_arguments, add_output_arguments, parse_input_shapes
 from dcoc.errors import ConfigError
 
 NAME = "simulate"
@@ -25,7 +24,7 @@ fit the board's BRAM/DSP/LUT budget.
 examples:
   dcoc simulate resnet18 --board pynq
   dcoc simulate resnet18 --board pynq --hw pynq_4x8
-  dcoc simulate model.onnx --input-shape input:1,3,224,224 --json"""
+  dcoc simulate model.onnx --input-shape input:1,3,224,224 --json -"""
 
 _BOARD_PRESET = {"pynq": "pynq", "ultra96": "ultra96", "zcu104": "zcu104"}
 
@@ -40,7 +39,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--knobs", default=None, metavar="FILE.json",
                         help="JSON {task name: {knob: value}} to use instead of default "
                              "schedules for some layers")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_output_arguments(parser, "the report", progress=False)
 
 
 def resolve_hw(board_name: str, hw_text: str | None):
@@ -75,6 +74,7 @@ def _load_knobs(path: str | None) -> dict:
 def run(args) -> int:
     from dcoc.vta.model import simulate_model
 
+    out = Output(args)
     board, hw = resolve_hw(args.board, args.hw)
     knobs = _load_knobs(args.knobs)
     shapes = parse_input_shapes(args.input_shape)
@@ -85,12 +85,9 @@ def run(args) -> int:
     if unknown:
         raise ConfigError(f"--knobs names unknown task(s): {', '.join(unknown)}")
     report = simulate_model(tasks, hw, knobs)
-    if args.json:
-        out = report.as_dict()
-        out["board"] = board.name
-        json.dump(out, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print(f"board {board.name} ({board.part})")
-        print(report.table())
+    data = report.as_dict()
+    data["board"] = board.name
+    out.emit_json(data)
+    out.print(f"board {board.name} ({board.part})")
+    out.print(report.table())
     return 0 if report.valid else 1

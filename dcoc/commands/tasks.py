@@ -1,12 +1,12 @@
 """``dcoc tasks``: the tuning tasks of a model for a target."""
 from __future__ import annotations
 
-import json
-import sys
 import time
 
 from dcoc.commands._common import (
+    Output,
     add_model_arguments,
+    add_output_arguments,
     add_target_argument,
     parse_input_shapes,
     render_table,
@@ -37,9 +37,8 @@ examples:
 def add_arguments(parser) -> None:
     add_model_arguments(parser)
     add_target_argument(parser, default="vta")
-    parser.add_argument("--json", action="store_true",
-                        help="print the tasks as JSON (name, kind, workload, weight, macs, "
-                             "device; cpu_ops for vta)")
+    add_output_arguments(parser, "the tasks (name, kind, workload, weight, macs, device; "
+                                 "cpu_ops for vta)", progress=False)
 
 
 def workload_summary(kind: str, wl: dict) -> str:
@@ -83,15 +82,16 @@ def _to_json(tl) -> dict:
 def run(args) -> int:
     from tvm_plugin.frontend import model_tasks, resolve_target
 
+    out = Output(args)
     shapes = parse_input_shapes(args.input_shape)
     spec = resolve_target(args.target)
     t0 = time.perf_counter()
     tl = model_tasks(args.model, spec, input_shapes=shapes)
     secs = time.perf_counter() - t0
-    if args.json:
-        json.dump(_to_json(tl), sys.stdout, indent=2)
-        print()
+    out.emit_json(_to_json(tl))
+    if out.json_to_stdout:
         return 0
+    print = out.print  # noqa: A001 - the report goes where --json leaves room for it
 
     ms = not spec.is_vta
     headers = ["#", "task", "kind", "workload", "weight", "MMACs", "GFLOP", "device"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
-from dcoc.commands._common import add_model_arguments, add_target_argument, parse_input_shapes, render_table
+from dcoc.commands._common import (Output, add_model_arguments, add_output_arguments,
+                                   add_target_argument, parse_input_shapes, render_table)
 
 NAME = "tune"
 HELP = "tune a model: accelerator + schedules (vta) or schedules (llvm/cuda)"
@@ -24,16 +25,21 @@ Tune MODEL end to end and print a per-layer table and a summary.
   search strategy (or --tuner), compile the tuned model and measure it against the
   untuned one.
 
-Records are appended to WORK_DIR/records.jsonl as they are measured; rerunning the same
-command resumes (nothing recorded is measured again).  The result goes to
-WORK_DIR/result.json (and --json OUT), the tuning curve to WORK_DIR/curve.png.
+Records are appended to WORK_DIR/records.jsonl (vta) or a MetaSchedule database
+(llvm/cuda) as they are measured; rerunning the same command resumes (nothing recorded is
+measured again).  A work dir belongs to one model and target (WORK_DIR/dcoc_run.json):
+another model or target is refused.  The result goes to WORK_DIR/result.json (and
+--json PATH, or stdout with --json -), the tuning curve to WORK_DIR/curve.png.  llvm/cuda:
+TVM's own logs and native warnings go to WORK_DIR/logs/ (-v: to the console).
 
 examples:
   dcoc tune resnet18 --target vta --board pynq --trials 300
   dcoc tune mobilenetv2 --board ultra96 --trials 2000 --tuner dcoc --agents clustered
   dcoc tune resnet18 --hardware pynq --tuner xgb --trials 500       # software only
   dcoc tune resnet18 --target systolic --board kv260 --trials 500
-  dcoc tune light_squeezenet --target llvm --trials 64 --json out.json"""
+  dcoc tune resnet18 --board pynq --trials 300 --pareto
+  dcoc tune light_squeezenet --target llvm --trials 64 --json out.json
+  dcoc tune resnet18 --trials 300 -q --json - | jq .latency_ms"""
 
 
 def add_arguments(parser) -> None:
@@ -61,7 +67,6 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="the one seed of every random choice (default: 0)")
     parser.add_argument("--work-dir", default=None,
                         help="records/results directory (default: dcoc_runs/<model>_<target>_..._s<seed>)")
-    parser.add_argument("--json", metavar="OUT.json", default=None, help="also write the result JSON here")
     parser.add_argument("--hardware", default=None, metavar="HW",
                         help="vta: tune software only on this accelerator: a preset (pynq, pynq_4x8, "
                              "ultra96, zcu104) or a name like 1x16x16_i8w8a32_15_15_18_17")
@@ -71,38 +76,47 @@ def add_arguments(parser) -> None:
                         help="vta: simulator worker processes (default: CPU cores; 0 = in-process)")
     parser.add_argument("--runner", default="local",
                         help="llvm/cuda: 'local' or 'rpc://HOST:PORT/KEY' (TVM RPC tracker)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--pareto", action="store_true",
                         help="vta: also report the throughput/area Pareto front (BRAM36, DSP, LUT) "
                              "over every hardware config the search completed (result.json 'pareto')")
+    add_output_arguments(parser, "the result (what WORK_DIR/result.json holds)")
 
 
 def run(args) -> int:
     import dcoc
+    from dcoc.errors import DcocError
 
+    out = Output(args)  # checks a --json PATH before the run
+    if args.workers is not None and args.workers < 0:
+        raise DcocError(f"--workers must be >= 0 (0 = in-process), got {args.workers}")
     shapes = parse_input_shapes(args.input_shape)
     kw = {}
     from dcoc.targets import is_accelerator
 
     if not is_accelerator(args.target.strip()):
         kw["runner"] = args.runner
+        kw["verbose"] = out.verbose
     res = dcoc.tune(args.model, target=_target_arg(args.target), board=args.board, trials=args.trials,
                     tuner=args.tuner, agents=args.agents, seed=args.seed, work_dir=args.work_dir,
                     resume=not args.no_resume, hardware=args.hardware, input_shapes=shapes,
-                    n_workers=args.workers, progress=not args.quiet,
+                    n_workers=args.workers, progress=out.progress,
                     **({"pareto": True} if getattr(args, "pareto", False) else {}), **kw)
-    print(summary(res))
+    text = summary(res)
     if getattr(res, "pareto", None) is not None:
-        print(pareto_summary(res.pareto, res.board))
+        text += "\n" + pareto_summary(res.pareto, res.board)
+    out.print(text)
     try:
         from dcoc.plots import plot_run_dir
 
         plot_run_dir(res.work_dir)
     except Exception as exc:  # noqa: BLE001 - a plot must never lose a result
-        print(f"(plot skipped: {exc})", file=sys.stderr)
-    if args.json:
-        res.save(args.json)
-        print(f"result written to {args.json}")
+        print(f"dcoc: plot skipped: {' '.join(str(exc).split())}", file=sys.stderr)
+    if out.json_path is not None:
+        from dcoc.result import _json_default
+
+        out.emit_json(res.to_json(), default=_json_default)
+        if not out.json_to_stdout:
+            out.print(f"result written to {out.json_path}")
     return 0
 
 

@@ -1,7 +1,7 @@
 """``dcoc tune-task``: tune one VTA workload's schedule with one tuner."""
 from __future__ import annotations
 
-import sys
+from dcoc.commands._common import Output, add_output_arguments
 
 NAME = "tune-task"
 HELP = "tune one accelerator layer's schedule (e.g. ResNet-18's C2 on VTA) with one tuner"
@@ -14,7 +14,8 @@ records go to --records (JSONL; rerun to resume).
 examples:
   dcoc tune-task C2 --tuner dcoc --trials 100
   dcoc tune-task conv:28,28,128,128,3,1,1 --hw pynq_4x8 --tuner xgb --trials 300 --records c5.jsonl
-  dcoc tune-task C5 --target systolic --hw ws32x16_i16w15o15 --tuner dcoc --trials 100"""
+  dcoc tune-task C5 --target systolic --hw ws32x16_i16w15o15 --tuner dcoc --trials 100
+  dcoc tune-task C2 --trials 50 --json -      # the result as JSON on stdout"""
 
 
 def add_arguments(parser) -> None:
@@ -42,7 +43,7 @@ def add_arguments(parser) -> None:
                         help="simulator worker processes (default: 0 = in-process)")
     parser.add_argument("--early-stopping", type=int, default=None,
                         help="stop after this many trials without improvement")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_output_arguments(parser, "the result (best knobs, cost, curve)")
 
 
 def run(args) -> int:
@@ -54,6 +55,7 @@ def run(args) -> int:
     from dcoc.tuners import DCOC_FAMILY
 
     # validate before the progress bar starts: an error must be the only output
+    out = Output(args)
     tg = get_target(args.target)
     wl = tg.workload(args.workload)
     bd = tg.board(args.board or tg.default_board)
@@ -61,18 +63,22 @@ def run(args) -> int:
           else (tg.parse_hw("pynq") if tg.name == "vta" else tg.default_hw(bd)))
     if args.trials < 1:
         raise DcocError(f"trials must be >= 1, got {args.trials}")
+    if args.workers is not None and args.workers < 0:
+        raise DcocError(f"--workers must be >= 0 (0 = in-process), got {args.workers}")
+    if args.records:
+        from dcoc.paths import check_output_file
+
+        check_output_file(args.records, "--records file")
     callbacks = []
     bar = None
-    if not args.quiet:
-        from tqdm import tqdm
+    if out.progress:
+        from dcoc.progress import Progress
 
-        bar = tqdm(total=args.trials, desc=args.tuner, unit="trial", file=sys.stderr, dynamic_ncols=True)
+        bar = Progress(args.trials, args.tuner)
 
         def cb(tuner, inputs, results):
-            bar.n = tuner.trials
-            if tuner.best_config is not None:
-                bar.set_postfix_str(f"best {tuner.best_cost * 1e3:.4f} ms", refresh=False)
-            bar.refresh()
+            bar.update(tuner.trials, f"best {tuner.best_cost * 1e3:.4f} ms"
+                       if tuner.best_config is not None else "")
 
         callbacks.append(cb)
     kw = {"agents": args.agents} if args.tuner in DCOC_FAMILY else {}
@@ -83,13 +89,14 @@ def run(args) -> int:
     finally:
         if bar is not None:
             bar.close()
-    print(f"{r.task_name} on {r.hw_name}, tuner {r.tuner}, seed {r.seed}: {r.trials} trials")
+    out.print(f"{r.task_name} on {r.hw_name}, tuner {r.tuner}, seed {r.seed}: {r.trials} trials")
     curve = r.best_curve()
-    print(ascii_curve([(t + 1, c * 1e3) for t, c in curve]))
+    out.print(ascii_curve([(t + 1, c * 1e3) for t, c in curve]))
+    out.emit_json(r.to_json())
     if r.best_knobs is None:
-        print("no valid schedule found")
+        out.print("no valid schedule found")
         return 1
-    print(render_table(["knob", "value"], [[k, v] for k, v in r.best_knobs.items()], right={1}))
-    print(f"best {r.best_cost * 1e3:.4f} ms, {r.best_gops:.1f} GOPS "
-          f"(found at trial {r.trials_to_reach(r.best_cost)})")
+    out.print(render_table(["knob", "value"], [[k, v] for k, v in r.best_knobs.items()], right={1}))
+    out.print(f"best {r.best_cost * 1e3:.4f} ms, {r.best_gops:.1f} GOPS "
+              f"(found at trial {r.trials_to_reach(r.best_cost)})")
     return 0

@@ -129,11 +129,17 @@ class Records:
     @classmethod
     def merge(cls, paths: Iterable, out=None) -> "Records":
         """Concatenate several files (dropping exact duplicate trials) into one database."""
+        return cls.merge_rows((cls.load(p).rows for p in paths), out)
+
+    @classmethod
+    def merge_rows(cls, row_lists: Iterable, out=None) -> "Records":
+        """Concatenate several lists of rows (dropping exact duplicates); written to ``out``
+        (which must not exist) when given."""
         merged = cls(out) if out is not None and not os.path.exists(out) else cls(None)
         seen = set()
         rows = []
-        for p in paths:
-            for r in cls.load(p):
+        for rs in row_lists:
+            for r in rs:
                 key = json.dumps(r, sort_keys=True)
                 if key not in seen:
                     seen.add(key)
@@ -155,17 +161,57 @@ def _jsonable(info: dict) -> dict:
 
 
 def _read(path: str) -> Iterator[dict]:
-    with open(path, encoding="utf-8") as f:
-        lines = f.readlines()
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+    except IsADirectoryError:
+        raise RecordsError(f"{path} is a directory, not a records file") from None
+    except OSError as exc:
+        raise RecordsError(f"cannot read records file {path}: {exc.strerror or exc}") from None
+    last = len(lines)  # a file ending in "\n" has an empty last piece
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
             continue
+        truncated = n == last  # no newline after it: possibly cut by a crash mid-write
         try:
-            yield json.loads(line)
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            if truncated:
+                return
+            raise RecordsError(f"{path}:{n}: not UTF-8 text (not a records file?)") from None
+        try:
+            rec = json.loads(line)
         except json.JSONDecodeError:
-            if n == len(lines) and not line.endswith("\n"):
+            if truncated:
                 return  # truncated by a crash mid-write: the batch in flight is lost
             raise RecordsError(f"{path}:{n}: not a JSON record") from None
+        problem = record_problem(rec)
+        if problem:
+            raise RecordsError(f"{path}:{n}: not a tuning record ({problem})")
+        yield rec
+
+
+def record_problem(rec) -> str | None:
+    """Why ``rec`` is not a tuning record (None when it is one): a JSON object with a
+    string ``task`` and ``hw`` (``hw`` null for tasks without hardware), a ``knobs`` object, and a finite number ``cost`` when
+    ``valid`` is true."""
+    if not isinstance(rec, dict):
+        what = "null" if rec is None else type(rec).__name__
+        if isinstance(rec, list) and len(rec) == 2 and isinstance(rec[0], int):
+            return ("a list, as in a MetaSchedule database: run `dcoc records` on the work "
+                    "dir or its database_tuning_record.json")
+        return f"a JSON {what}, expected an object"
+    if not isinstance(rec.get("task"), str):
+        return "no 'task' string"
+    if "hw" not in rec or not (rec["hw"] is None or isinstance(rec["hw"], str)):
+        return "no 'hw' string (null for tasks without hardware)"
+    if not isinstance(rec.get("knobs"), dict):
+        return "no 'knobs' object"
+    if rec.get("valid"):
+        c = rec.get("cost")
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c < 0:
+            return "a valid record without a finite 'cost'"
+    return None
 
 
 def _repair_tail(path: str) -> None:

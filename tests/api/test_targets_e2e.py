@@ -109,5 +109,5 @@ def test_software_only_without_a_valid_schedule_is_a_one_line_error(tmp_path, tu
              "--tuner", tuner, "--work-dir", str(tmp_path / tuner), "--quiet", timeout=300)
     assert p.returncode == 2
     err = p.stderr.strip()
-    assert err.count("\n") == 0 and "no valid schedule on hardware 1x16x16_i8w8a32_15_15_11_17" in err
-    assert "layer conv2d_" in err
+    assert err.count("\n") == 0 and "no valid schedule" in err and "1x16x16_i8w8a32_15_15_11_17" in err
+    assert "conv2d_" in err and "--trials" not in err.replace("not more --trials", "")

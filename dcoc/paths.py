@@ -1,0 +1,73 @@
+"""Where dcoc keeps files outside a work dir: the cache root.
+
+``cache_root()`` is, in order: ``$DCOC_CACHE``; ``$XDG_CACHE_HOME/dcoc``; ``~/.cache/dcoc``
+(the XDG Base Directory default).  Zoo models live in ``cache_root("models")``, cached
+simulator tables in ``cache_root("exhaustive")`` and so on.
+
+``ensure_writable_dir(path, what)`` creates a directory or raises a one-line
+:class:`dcoc.errors.DcocError` naming it (a file in the way, no permission, read-only file
+system) instead of an ``OSError`` traceback.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+from dcoc.errors import DcocError
+
+
+def cache_root(name: str | None = None) -> str:
+    """``$DCOC_CACHE`` > ``$XDG_CACHE_HOME/dcoc`` > ``~/.cache/dcoc`` (joined with ``name``)."""
+    root = os.environ.get("DCOC_CACHE")
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        # the XDG spec: a relative path is invalid and must be ignored
+        base = xdg if xdg and os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "dcoc")
+    return os.path.join(root, name) if name else root
+
+
+def ensure_writable_dir(path: str, what: str, hint: str = "") -> str:
+    """Create ``path`` (and parents) and check a file can be created in it.
+
+    Raises :class:`DcocError` with one line (``what`` names the directory for the user,
+    e.g. "work dir" or "cache directory ($DCOC_CACHE)")."""
+    hint = f" ({hint})" if hint else ""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise DcocError(f"{what} {path} is a file, not a directory{hint}")
+    try:
+        os.makedirs(path, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".dcoc-write-test-", dir=path)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as exc:
+        raise DcocError(f"{what} {path} is not writable: {exc.strerror or exc}{hint}") from None
+    return path
+
+
+def check_output_file(path: str, what: str = "output file") -> str:
+    """Check, before any work, that ``path`` can be written (its directory exists and is
+    writable, it is not a directory).  Nothing is created.  Raises :class:`DcocError`."""
+    full = os.path.abspath(path)
+    if os.path.isdir(full):
+        raise DcocError(f"{what} {path} is a directory")
+    d = os.path.dirname(full)
+    if not os.path.isdir(d):
+        raise DcocError(f"cannot write {what} {path}: directory {os.path.dirname(path) or d} "
+                        "does not exist")
+    if not os.access(d, os.W_OK | os.X_OK) or (os.path.exists(full) and not os.access(full, os.W_OK)):
+        raise DcocError(f"cannot write {what} {path}: permission denied")
+    return path
+
+
+def write_text_atomic(path: str, text: str, what: str = "output file") -> str:
+    """Write ``text`` to ``path`` through a temporary file and a rename; DcocError on failure."""
+    full = os.path.abspath(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".dcoc-", suffix=".tmp", dir=os.path.dirname(full))
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, full)
+    except OSError as exc:
+        raise DcocError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+    return path
