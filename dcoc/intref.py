@@ -6,7 +6,8 @@ the VTA compiler, simulator or :mod:`dcoc.vta.reference` (it does not import
 offloaded layer on the simulator, once with this module computing them -- and compares
 the outputs bit for bit.
 
-Arithmetic: int8 x int8 products summed exactly (int64), then wrapped to int32 (VTA's
+Arithmetic: int8 x int8 products summed exactly (float64 BLAS while every sum is below
+2**53, which holds for any K < 2**39, else int64), then wrapped to int32 (VTA's
 accumulator); every epilogue step (bias add, residual add, rounding add) wraps to int32;
 the shift is arithmetic (floor); the clip is min(hi) then max(lo); the result is int8.
 """
@@ -47,13 +48,25 @@ def conv2d_int(x: np.ndarray, w: np.ndarray, strides, padding, dilation) -> np.n
             r0, c0 = i * dh, j * dw
             cols[:, :, i, j] = xp[:, :, r0:r0 + sh * (oh - 1) + 1:sh, c0:c0 + sw * (ow - 1) + 1:sw]
     cols = cols.reshape(n, c * kh * kw, oh * ow)
-    acc = np.matmul(w.reshape(o, c * kh * kw)[None], cols)  # n, o, oh*ow
+    acc = _exact_matmul(w.reshape(o, c * kh * kw)[None], cols)  # n, o, oh*ow
     return wrap32(acc.reshape(n, o, oh, ow))
+
+
+def _exact_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer matmul of int8-range operands, exact: in float64 (BLAS) while every partial
+    sum stays below 2**53 (|a|, |b| <= 128: K < 2**39), else in int64."""
+    a = np.asarray(a, np.int64)
+    b = np.asarray(b, np.int64)
+    k = a.shape[-1]
+    bound = int(np.max(np.abs(a), initial=0)) * int(np.max(np.abs(b), initial=0)) * k
+    if bound < 2 ** 53:
+        return np.rint(np.matmul(a.astype(np.float64), b.astype(np.float64))).astype(np.int64)
+    return np.matmul(a, b)
 
 
 def matmul_int(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """int8 ``a @ b`` (numpy matmul broadcasting) -> int32 accumulators (as int64)."""
-    return wrap32(np.matmul(np.asarray(a, np.int64), np.asarray(b, np.int64)))
+    return wrap32(_exact_matmul(a, b))
 
 
 def epilogue_int(acc: np.ndarray, bias=None, residual=None, channel_axis: int = 1, *,

@@ -227,11 +227,13 @@ class Offload:
                 knobs = default_knobs(wobj, self.hw)
             compile_schedule(wobj, self.hw, knobs, ep)
         except KnobError as exc:
-            # schedules are tuned / chosen for a bias-only epilogue; a residual needs a
-            # second accumulator tile, which may not fit: adapt to the nearest schedule
-            # that does (same tile_w / tile_ci, fastest on the simulator)
+            # schedules are tuned for a bias-only epilogue (default_knobs checks none);
+            # the bias vector and a residual tile take accumulator entries too, which may
+            # not fit: adapt to the nearest schedule that does (same tile_w / tile_ci,
+            # fastest on the simulator)
             adapted = None
-            if isinstance(knobs, dict) and ep.residual and self._fits(wobj, knobs, ep):
+            if isinstance(knobs, dict) and (ep.residual or ep.bias) and \
+                    self._fits(wobj, knobs, ep):
                 adapted = self._adapt(wobj, knobs, ep)
             if adapted is None:
                 return self._refuse(name, kind, f"{what} invalid on {self.hw.name}: {exc}")
@@ -243,13 +245,14 @@ class Offload:
         return k
 
     def _fits(self, wl, knobs, ep) -> bool:
-        """True when ``knobs`` compile with ``ep`` minus the residual (as tuned)."""
+        """True when ``knobs`` compile with ``ep`` minus its ACC operands (bias, residual):
+        the schedule is valid as chosen, only the extra accumulator tiles do not fit."""
         from dataclasses import replace
 
         from dcoc.vta import compile_schedule
 
         try:
-            compile_schedule(wl, self.hw, knobs, replace(ep, residual=False))
+            compile_schedule(wl, self.hw, knobs, replace(ep, residual=False, bias=False))
             return True
         except KnobError:
             return False

@@ -222,7 +222,7 @@ class RunResult:
         adapted = sorted({ly["layer"] for ly in self.layers if ly.get("note")})
         if adapted:
             out.append(f"note: {len(adapted)} layer(s) marked (adapted) use another tiling: "
-                       "their schedule does not fit the accumulator with the residual add "
+                       "their schedule does not fit the accumulator with the bias/residual "
                        "(see --json layers[].note)")
         for n in self.notes:
             out.append(f"note: {n}")
