@@ -12,7 +12,7 @@ import os
 import re
 import time
 
-from dcoc.errors import DcocError
+from dcoc.errors import ConfigError, DcocError
 from dcoc.result import TaskResult, TuneResult
 
 __all__ = ["tune", "tune_task", "TuneResult", "TaskResult", "default_work_dir"]
