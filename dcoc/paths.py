@@ -46,16 +46,21 @@ def ensure_writable_dir(path: str, what: str, hint: str = "") -> str:
 
 
 def check_output_file(path: str, what: str = "output file") -> str:
-    """Check, before any work, that ``path`` can be written (its directory exists and is
-    writable, it is not a directory).  Nothing is created.  Raises :class:`DcocError`."""
+    """Check, before any work, that ``path`` can be written (it is not a directory; its
+    directory exists and is writable, or can be created under the nearest existing,
+    writable ancestor).  Nothing is created.  Raises :class:`DcocError`."""
     full = os.path.abspath(path)
     if os.path.isdir(full):
         raise DcocError(f"{what} {path} is a directory")
     d = os.path.dirname(full)
-    if not os.path.isdir(d):
-        raise DcocError(f"cannot write {what} {path}: directory {os.path.dirname(path) or d} "
-                        "does not exist")
-    if not os.access(d, os.W_OK | os.X_OK) or (os.path.exists(full) and not os.access(full, os.W_OK)):
+    # missing directories are created when the file is written: the nearest existing
+    # ancestor must be a directory we may write into
+    anc = d
+    while not os.path.exists(anc) and os.path.dirname(anc) != anc:
+        anc = os.path.dirname(anc)
+    if not os.path.isdir(anc):
+        raise DcocError(f"cannot write {what} {path}: {anc} is not a directory")
+    if not os.access(anc, os.W_OK | os.X_OK) or (os.path.exists(full) and not os.access(full, os.W_OK)):
         raise DcocError(f"cannot write {what} {path}: permission denied")
     return path
 
@@ -64,6 +69,7 @@ def write_text_atomic(path: str, text: str, what: str = "output file") -> str:
     """Write ``text`` to ``path`` through a temporary file and a rename; DcocError on failure."""
     full = os.path.abspath(path)
     try:
+        os.makedirs(os.path.dirname(full), exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".dcoc-", suffix=".tmp", dir=os.path.dirname(full))
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

@@ -145,3 +145,6 @@ def test_doc_block_runs(block, scratch):
     assert r.returncode == 0, (f"{block['file']}:{block['line']} failed (exit {r.returncode})\n"
                                f"--- code ---\n{code}\n--- stdout ---\n{r.stdout[-3000:]}\n"
                                f"--- stderr ---\n{r.stderr[-5000:]}")
+    if block["lang"] == "python":  # a snippet must not flood the console (TVM task tables)
+        assert len(r.stdout.splitlines()) + len(r.stderr.splitlines()) < 60, \
+            f"{block['file']}:{block['line']} printed {r.stdout[-2000:]}{r.stderr[-2000:]}"

@@ -79,12 +79,14 @@ def run(args) -> int:
     if args.task:
         shown = db.topk(args.task, hw=args.hw, k=args.top)
     else:
-        shown = [r for _, r in sorted(db.best_per_task(hw=args.hw).items())]
-    rows = [[r["task"], r["hw"], f"{r['cost'] * 1e3:.4f}", r.get("tuner", ""), r["knobs"] or "-"]
+        shown = [r for _, r in sorted(db.best_per_task(hw=args.hw).items(),
+                                      key=lambda kv: (kv[0][0], str(kv[0][1])))]
+    rows = [[r["task"], r["hw"] or "-", f"{r['cost'] * 1e3:.4f}", r.get("tuner", ""), r["knobs"] or "-"]
             for r in shown]
     n_valid = sum(1 for r in db if r.get("valid"))
     out.print(render_table(["task", "hardware", "best ms", "tuner", "knobs"], rows, right={2}))
-    out.print(f"{len(db)} records ({n_valid} valid), {len(db.hardware())} hardware configs")
+    n_hw = len([h for h in db.hardware() if h is not None])
+    out.print(f"{len(db)} records ({n_valid} valid), {n_hw} hardware configs")
     out.emit_json({"records": len(db), "valid": n_valid, "hardware": db.hardware(),
                    "best": [{"task": r["task"], "hw": r["hw"], "cost": r["cost"],
                              "ms": r["cost"] * 1e3, "tuner": r.get("tuner"), "seed": r.get("seed"),

@@ -193,7 +193,7 @@ def _read(path: str) -> Iterator[dict]:
 
 def record_problem(rec) -> str | None:
     """Why ``rec`` is not a tuning record (None when it is one): a JSON object with a
-    string ``task`` and ``hw`` (``hw`` null for tasks without hardware), a ``knobs`` object, and a finite number ``cost`` when
+    string ``task``, an ``hw`` (string, or null for tasks without hardware), a ``knobs`` object, and a finite number ``cost`` when
     ``valid`` is true."""
     if not isinstance(rec, dict):
         what = "null" if rec is None else type(rec).__name__
@@ -204,7 +204,7 @@ def record_problem(rec) -> str | None:
     if not isinstance(rec.get("task"), str):
         return "no 'task' string"
     if "hw" not in rec or not (rec["hw"] is None or isinstance(rec["hw"], str)):
-        return "no 'hw' string (null for tasks without hardware)"
+        return "no 'hw' (a hardware name, or null for tasks without one)"
     if not isinstance(rec.get("knobs"), dict):
         return "no 'knobs' object"
     if rec.get("valid"):

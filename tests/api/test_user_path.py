@@ -120,7 +120,9 @@ def test_unwritable_json_path_is_refused_before_the_run(cmd, tmp_path, capsys):
     wd = tmp_path / "wd"
     extra = ["--work-dir", str(wd)] if cmd[0] == "tune" else []
     t0 = time.monotonic()
-    rc = main([*cmd, *extra, "--json", str(tmp_path / "no" / "such" / "dir" / "out.json")])
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    rc = main([*cmd, *extra, "--json", str(afile / "dir" / "out.json")])  # under a file
     assert rc == 2
     _one_line_error(capsys.readouterr().err, "--json")
     assert not wd.exists()          # nothing ran
@@ -260,6 +262,9 @@ def test_json_dash_on_every_command(tmp_path, capsys):
     out = tmp_path / "o.json"
     assert main(["records", rec, "--json", str(out)]) == 0
     assert "records" in capsys.readouterr().out and json.loads(out.read_text())["records"] == 6
+    nested = tmp_path / "new" / "dir" / "o.json"  # missing directories are created
+    assert main(["records", rec, "--json", str(nested)]) == 0
+    assert json.loads(nested.read_text())["records"] == 6
 
 
 def test_progress_off_a_terminal_is_plain_lines(tmp_path):
