@@ -12,35 +12,25 @@ import os
 import re
 import time
 
-from dcoc.errors import ConfigError, DcocError
+from dcoc.errors import DcocError
 from dcoc.result import TaskResult, TuneResult
 
 __all__ = ["tune", "tune_task", "TuneResult", "TaskResult", "default_work_dir"]
 
 
 # ------------------------------------------------------------------------- helpers
-def _hw(hardware, board=None):
-    """An HWConfig from a config, a preset or config name (a name without ``_<F>MHz_bus<B>``
-    takes ``board``'s clock and bus), or a dict of HWConfig fields."""
-    from dcoc.vta import HWConfig
+def _hw(hardware, board=None, target="vta"):
+    """A hardware config of ``target`` from a config, a preset or config name (VTA: a name
+    without ``_<F>MHz_bus<B>`` takes ``board``'s clock and bus), or a dict of its fields."""
+    from dcoc.targets import get
 
-    if hardware is None or isinstance(hardware, HWConfig):
-        return hardware
-    if isinstance(hardware, str):
-        return HWConfig.parse(hardware, board=board)
-    if isinstance(hardware, dict):
-        try:
-            return HWConfig(**{k: v for k, v in hardware.items() if k != "name"})
-        except TypeError as exc:
-            raise ConfigError(f"bad hardware dict: {exc}") from None
-    raise ConfigError(f"hardware must be an HWConfig, a preset/config name or a dict, "
-                      f"got {type(hardware).__name__}")
+    return get(target).parse_hw(hardware, board)
 
 
-def _board(board):
-    from dcoc.vta import get_board
+def _board(board, target="vta"):
+    from dcoc.targets import get
 
-    return get_board(board)
+    return get(target).board(board)
 
 
 def _records(records):
@@ -51,12 +41,12 @@ def _records(records):
     return Records(records)
 
 
-def _measurer(measurer, n_workers):
+def _measurer(measurer, n_workers, target="vta"):
     if measurer is not None:
         return measurer, False
-    from dcoc.search.measure import VTASimMeasurer
+    from dcoc.targets import get
 
-    return VTASimMeasurer(n_workers=n_workers), True
+    return get(target).measurer(n_workers=n_workers), True
 
 
 def _slug(text: str) -> str:
@@ -82,38 +72,46 @@ def default_work_dir(model, target: str, board: str | None, tuner: str, agents: 
 
 
 # ------------------------------------------------------------------------ tune_task
-def tune_task(workload, hw="pynq", tuner: str = "xgb", trials: int = 200, seed: int = 0,
+def tune_task(workload, hw=None, tuner: str = "xgb", trials: int = 200, seed: int = 0,
               records=None, measurer=None, n_workers: int | None = None,
               early_stopping: int | None = None, callbacks=(), resume: bool = True,
-              **tuner_kwargs) -> TaskResult:
-    """Tune one VTA workload's schedule.
+              target: str = "vta", board: str | None = None, **tuner_kwargs) -> TaskResult:
+    """Tune one accelerator workload's schedule.
 
     Parameters
     ----------
-    workload: a :class:`dcoc.vta.Conv2DWorkload` / :class:`~dcoc.vta.DenseWorkload`, or a
-        :class:`dcoc.tasks.Task` of kind conv2d / dense.
-    hw: an :class:`~dcoc.vta.HWConfig`, a preset name (``"pynq"``) or a config name.
-    tuner: ``"random"``, ``"grid"``, ``"ga"``, ``"xgb"``, ``"rl"``, ``"chameleon"``, ``"dcoc"``
-        or a :class:`dcoc.tuners.Tuner` subclass.
+    workload: the target's workload (VTA: a :class:`dcoc.vta.Conv2DWorkload` /
+        :class:`~dcoc.vta.DenseWorkload`, a :class:`dcoc.tasks.Task` of kind conv2d / dense,
+        or a spec such as ``"C2"`` / ``"conv:H,W,CI,CO,K,S,P"`` / ``"dense:N,K,M"``).
+    hw: a hardware config of the target, a preset name (VTA: ``"pynq"``) or a config name;
+        default: the default config of ``board`` (VTA: the ``pynq`` preset).
+    tuner: a name of :func:`dcoc.tuners.names` (``random``, ``grid``, ``ga``, ``xgb``, ``rl``,
+        ``chameleon``, ``dcoc``, the ablations ``dcoc-frozen``, ``dcoc-noagents``,
+        ``dcoc-topk``, the references ``sweep``, ``surrogate``) or a Tuner subclass.
     trials: measurement budget.
     seed: the one seed.
     records: a JSONL path or :class:`dcoc.search.Records`; measurements are appended as they
         happen, and a rerun with the same tuner/seed resumes from them.
-    measurer: default :class:`dcoc.search.VTASimMeasurer` with ``n_workers`` processes.
+    measurer: default: the target's measurer (VTA: :class:`dcoc.search.VTASimMeasurer`)
+        with ``n_workers`` processes.
+    target: an accelerator target of :func:`dcoc.targets.available` (``vta``, ``systolic``).
+    board: the board whose clock/bus a hardware name takes (default: the target's default).
     tuner_kwargs: passed to the tuner (e.g. ``agents="clustered"`` for dcoc).
     """
-    from dcoc.search.vta_task import vta_task
+    from dcoc.targets import get as get_target
     from dcoc.tuners import create, get_tuner
-    from dcoc.vta import Conv2DWorkload, DenseWorkload, workload_from_task
 
-    if not isinstance(workload, (Conv2DWorkload, DenseWorkload)):
-        workload, _ = workload_from_task(workload)
-    hw = _hw(hw)
+    tg = get_target(target)
+    bd = tg.board(board or tg.default_board)
+    if hw is None:
+        hw = "pynq" if tg.name == "vta" else tg.default_hw(bd)
+    hw = tg.parse_hw(hw, bd.name if board is not None or tg.name != "vta" else None)
+    layer = tg.layer(workload)
     if int(trials) < 1:
         raise DcocError(f"trials must be >= 1, got {trials}")
-    task = vta_task(workload, hw)
+    task = tg.task(layer, hw)
     tuner_obj = create(tuner, task, seed=seed, **tuner_kwargs)
-    m, own = _measurer(measurer, n_workers)
+    m, own = _measurer(measurer, n_workers, tg.name)
     try:
         tuner_obj.tune(int(trials), m, early_stopping=early_stopping, callbacks=callbacks,
                        records=_records(records), resume=resume)
@@ -126,7 +124,7 @@ def tune_task(workload, hw="pynq", tuner: str = "xgb", trials: int = 200, seed: 
 
 
 # ----------------------------------------------------------------------------- tune
-def tune(model, target="vta", board: str = "pynq", trials: int = 2000, tuner: str = "dcoc",
+def tune(model, target="vta", board: str | None = None, trials: int = 2000, tuner: str = "dcoc",
          agents: str = "dcoc", seed: int = 0, work_dir: str | None = None, resume: bool = True,
          hardware=None, input_shapes: dict | None = None, measurer=None,
          n_workers: int | None = None, progress: bool = False, **kwargs) -> TuneResult:
@@ -136,11 +134,17 @@ def tune(model, target="vta", board: str = "pynq", trials: int = 2000, tuner: st
     ----------
     model: an ONNX path, an ``onnx.ModelProto``, a zoo name (``resnet18``, ``mobilenetv2``,
         ``vgg16``, ``transformer``) or a ``light_*`` model name.
-    target: ``"vta"`` (co-design on the VTA simulator), or ``"llvm"`` / ``"cuda"`` / a TVM
-        Target / a JSON dict (MetaSchedule with the DCOC search strategy).
-    board: VTA only: the FPGA budget (``pynq``, ``ultra96``, ``zcu104``).
+    target: an accelerator target of :func:`dcoc.targets.available` (``"vta"``: co-design on
+        the VTA simulator; ``"systolic"``: a weight-stationary systolic array, analytic
+        model), or ``"llvm"`` / ``"cuda"`` / a TVM Target / a JSON dict (MetaSchedule with
+        the DCOC search strategy).
+    board: accelerator targets: the FPGA budget (vta: ``pynq`` (default), ``ultra96``,
+        ``zcu104``; systolic: ``arty-a7`` (default), ``kv260``).
     trials: measurement budget (one trial = one simulated or measured schedule).
-    tuner: ``dcoc`` or a baseline (``random``, ``grid``, ``ga``, ``xgb``, ``rl``, ``chameleon``).
+    tuner: ``dcoc``, its ablations (``dcoc-frozen``, ``dcoc-noagents``, ``dcoc-topk``), the
+        references (``sweep``, ``surrogate``) or a baseline (``random``, ``grid``, ``ga``,
+        ``xgb``, ``rl``, ``chameleon``); accelerator co-design of the baselines is joint
+        (``baseline="nested"`` for the hardware-outer/software-inner search).
     agents: DCOC's knob-to-agent split: ``dcoc``, ``single``, ``per-knob``, ``clustered``.
     seed: the one seed.
     work_dir: records (``records.jsonl``) and results go here; default
@@ -160,15 +164,20 @@ def tune(model, target="vta", board: str = "pynq", trials: int = 2000, tuner: st
         raise DcocError(f"unknown agents mode '{agents}'; choose one of {', '.join(MODES)}")
     if int(trials) < 1:
         raise DcocError(f"trials must be >= 1, got {trials}")
-    is_vta = isinstance(target, str) and target.strip().lower() == "vta"
+    from dcoc.targets import get as get_target, is_accelerator
+
+    is_acc = is_accelerator(target)
+    tname = get_target(target).name if is_acc else None
+    if is_acc and board is None:
+        board = get_target(tname).default_board
     label = getattr(model, "name", None) or model
     if work_dir is None:
         hw_name = None
-        if is_vta and hardware is not None:
-            hw_name = _hw(hardware, str(board).strip().lower() if isinstance(board, str) else None).name
-        work_dir = default_work_dir(label, "vta" if is_vta else _target_label(target),
-                                    board if is_vta else None, tuner, agents, seed, hw_name)
-    if not is_vta:
+        if is_acc and hardware is not None:
+            hw_name = _hw(hardware, str(board).strip().lower() if isinstance(board, str) else None, tname).name
+        work_dir = default_work_dir(label, tname if is_acc else _target_label(target),
+                                    board if is_acc else None, tuner, agents, seed, hw_name)
+    if not is_acc:
         from tvm_plugin.tune import tune_model
 
         # MetaSchedule's JSONDatabase in work_dir is always reused: refuse to silently resume
@@ -177,8 +186,8 @@ def tune(model, target="vta", board: str = "pynq", trials: int = 2000, tuner: st
                             "which llvm/cuda tuning always reuses; choose a new work_dir")
         return tune_model(model, target, trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir,
                           input_shapes=input_shapes, agents=agents, progress=progress, **kwargs)
-    return _tune_vta(model, board, int(trials), tuner, agents, seed, work_dir, resume,
-                     hardware, input_shapes, measurer, n_workers, progress, **kwargs)
+    return _tune_accelerator(tname, model, board, int(trials), tuner, agents, seed, work_dir, resume,
+                             hardware, input_shapes, measurer, n_workers, progress, **kwargs)
 
 
 def _target_label(target) -> str:
@@ -189,99 +198,99 @@ def _target_label(target) -> str:
     return str(getattr(getattr(target, "kind", None), "name", "target"))
 
 
-def _tune_vta(model, board, trials, tuner, agents, seed, work_dir, resume, hardware, input_shapes,
-              measurer, n_workers, progress, **kwargs) -> TuneResult:
+def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_dir, resume, hardware,
+                      input_shapes, measurer, n_workers, progress, **kwargs) -> TuneResult:
     from dcoc import codesign as cd
     from dcoc.search.records import Records
-    from dcoc.vta import HWConfig
+    from dcoc.targets import get as get_target
+    from dcoc.tuners import DCOC_FAMILY
     from tvm_plugin.frontend import model_tasks
 
-    bd = _board(board)
-    hardware = _hw(hardware, bd.name)
+    tg = get_target(target)
+    bd = tg.board(board)
+    hardware = tg.parse_hw(hardware, bd.name)
     if hardware is not None:
-        _check_fits(hardware, bd)
-    tasks = model_tasks(model, "vta", input_shapes)
-    layers, cpu = cd.vta_layers(tasks)
+        tg.check_fits(hardware, bd)
+    tasks = model_tasks(model, tg.frontend_target, input_shapes)
+    layers, cpu = tg.layers(tasks)
     if not layers:
-        raise DcocError(f"model {getattr(tasks, 'model', model)} has no layer VTA can run "
+        raise DcocError(f"model {getattr(tasks, 'model', model)} has no layer {tg.name} can run "
                         f"(CPU operators: {', '.join(sorted({c[0] for c in cpu})) or 'none'})")
     if trials < len(layers):
-        raise DcocError(f"model {getattr(tasks, 'model', model)} has {len(layers)} VTA layers and "
+        raise DcocError(f"model {getattr(tasks, 'model', model)} has {len(layers)} {tg.name} layers and "
                         f"every one needs a schedule: trials must be >= {len(layers)}, got {trials}")
     os.makedirs(work_dir, exist_ok=True)
     records = Records(os.path.join(work_dir, "records.jsonl"))
-    m, own = _measurer(measurer, n_workers)
+    m, own = _measurer(measurer, n_workers, tg.name)
     bar = _ProgressBar(trials, f"{tuner}") if progress else None
     t0 = time.perf_counter()
-    session = cd.Session(layers, m, trials, tuner, seed, records, resume, progress=bar)
+    session = cd.Session(layers, m, trials, tuner, seed, records, resume, progress=bar, target=tg)
     try:
         if hardware is not None:
             cd.default_schedules(session, hardware)
-            cd.tune_software(session, hardware, tuner, session.remaining, seed,
-                             tuner_kwargs={"agents": agents} if tuner == "dcoc" else None)
-        elif tuner == "dcoc":
-            cd.DCOCCoDesign(session, bd, seed, agents=agents, **kwargs).run()
-        else:
-            cd.NestedCoDesign(session, bd, tuner, seed).run()
+        driver = cd.make_driver(session, bd, tuner, seed, agents=agents, hardware=hardware, **kwargs)
+        session.run(driver)
+        if hardware is not None and session.latency(hardware.name) is None:
+            missing = [session.layers[li].name for li in driver.missing()]
+            if missing:
+                raise DcocError(f"layer {missing[0]} has no valid schedule on hardware {hardware.name}"
+                                + (f" (nor {len(missing) - 1} other layer(s))" if len(missing) > 1 else ""))
     finally:
         if bar is not None:
             bar.close()
         if own:
             m.close()
-    # baseline: the board's preset hardware with default schedules (not counted as trials)
-    base_hw = HWConfig.preset("pynq") if bd.name == "pynq" else bd.default_hw()
-    baseline = _baseline_latency(layers, base_hw)
+    # baseline: the board's reference hardware with default schedules (not counted as trials)
+    baseline = _baseline_latency(layers, tg.baseline_hw(bd), tg)
     best_hw = session.best_hw
     if best_hw is None:
         raise DcocError("no complete schedule was found within the trial budget; raise --trials")
     hw = session.hw[best_hw]
     layer_rows = _layer_rows(layers, hw, session)
     res = TuneResult(
-        target="vta", tuner=tuner, seed=seed, latency_ms=session.best_latency * 1e3,
+        target=tg.name, tuner=tuner, seed=seed, latency_ms=session.best_latency * 1e3,
         baseline_latency_ms=baseline * 1e3, trials=session.trials, hardware=hw,
         schedules=session.schedules(best_hw),
         history=[(t, lat * 1e3) for t, lat in session.history if math.isfinite(lat)],
         layers=layer_rows, cpu_layers=[{"layer": n, "kind": k, "count": c} for n, k, c in cpu],
-        board=bd.name, agents=agents if tuner == "dcoc" else None,
+        board=bd.name, agents=agents if tuner in DCOC_FAMILY else None,
         model=getattr(tasks, "model", str(model)), work_dir=work_dir,
         database_path=records.path, wall_seconds=time.perf_counter() - t0,
         extra={"hardware_explored": len(session.hw), "replayed_trials": session.replayed,
-               "resources": hw.resources(dsp_budget=bd.dsp)},
+               "resources": tg.resources(hw, bd)},
     )
     res.save(os.path.join(work_dir, "result.json"))
     return res
 
 
-def _check_fits(hw, bd) -> None:
+def _check_fits(hw, bd, target="vta") -> None:
     """ConfigError unless ``hw`` fits the board's resources, clock and bus width."""
-    problems = list(bd.violations(hw))
-    if hw.freq_mhz > bd.freq_mhz:
-        problems.append(f"clock {hw.freq_mhz:g} MHz > {bd.freq_mhz:g} MHz of {bd.name}")
-    if hw.bus_bytes > bd.bus_bytes:
-        problems.append(f"{hw.bus_bytes}-byte bus > {bd.bus_bytes}-byte bus of {bd.name}")
-    if problems:
-        raise ConfigError(f"hardware {hw.name} does not fit board {bd.name}: {'; '.join(problems)}")
+    from dcoc.targets import get
+
+    get(target).check_fits(hw, bd)
 
 
-def _baseline_latency(layers, hw) -> float:
+def _baseline_latency(layers, hw, target=None) -> float:
     """Accelerator time of the layers on ``hw`` with the default schedules (same epilogue
     and default-schedule rule as the tuning run, so the two are comparable)."""
     from dcoc import codesign as cd
-    from dcoc.search.measure import VTASimMeasurer
+    from dcoc.targets import get
 
-    s = cd.Session(layers, VTASimMeasurer(n_workers=0), len(layers), "baseline", 0)
+    tg = get(target)
+    s = cd.Session(layers, tg.measurer(n_workers=0), len(layers), "baseline", 0, target=tg)
     cd.default_schedules(s, hw)
     lat = s.latency(hw.name)
     return lat if lat is not None else float("inf")
 
 
 def _layer_rows(layers, hw, session) -> list[dict]:
+    tg = session.target
     rows = []
     for li, layer in enumerate(layers):
         cost, knobs = session.best[(hw.name, li)]
         rows.append({
-            "layer": layer.name, "kind": layer.kind, "count": layer.count, "device": "vta",
-            "knobs": knobs, "ms": cost * 1e3, "cycles": int(round(cost * hw.freq_mhz * 1e6)),
+            "layer": layer.name, "kind": layer.kind, "count": layer.count, "device": tg.name,
+            "knobs": knobs, "ms": cost * 1e3, "cycles": tg.cycles(cost, hw),
             "gops": 2 * layer.workload.macs / cost / 1e9,
             "utilization": layer.ideal_seconds(hw) / cost,
         })

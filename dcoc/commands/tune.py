@@ -17,6 +17,9 @@ Tune MODEL end to end and print a per-layer table and a summary.
   software agents search tiling and virtual threads per layer; an XGBoost ensemble scores
   candidates and only confident ones are simulated (one simulation = one trial).  With
   --hardware, only the schedules are tuned on that fixed accelerator.
+--target systolic: co-design a weight-stationary systolic array (PE rows x columns and
+  three SRAM sizes; tile sizes, loop order and double buffering per layer) on its analytic
+  timing model, within --board arty-a7 (default) or kv260.  Every tuner works on both.
 --target llvm / cuda / JSON dict: tune the model's MetaSchedule tasks with the DCOC
   search strategy (or --tuner), compile the tuned model and measure it against the
   untuned one.
@@ -29,20 +32,29 @@ examples:
   dcoc tune resnet18 --target vta --board pynq --trials 300
   dcoc tune mobilenetv2 --board ultra96 --trials 2000 --tuner dcoc --agents clustered
   dcoc tune resnet18 --hardware pynq --tuner xgb --trials 500       # software only
+  dcoc tune resnet18 --target systolic --board kv260 --trials 500
   dcoc tune light_squeezenet --target llvm --trials 64 --json out.json"""
 
 
 def add_arguments(parser) -> None:
     add_model_arguments(parser)
     add_target_argument(parser, default="vta")
-    parser.add_argument("--board", default="pynq", choices=["pynq", "ultra96", "zcu104"],
-                        help="vta: FPGA resource budget and clock/bus (default: pynq)")
+    from dcoc.agents import MODES
+    from dcoc.targets import available, get
+    from dcoc.tuners import names as tuner_names
+
+    boards = list(dict.fromkeys(b for t in available() for b in get(t).boards))
+    parser.add_argument("--board", default=None, choices=boards,
+                        help="accelerator targets: FPGA resource budget and clock/bus (default: the "
+                             "target's first board: " + ", ".join(f"{t} {get(t).default_board}"
+                                                                  for t in available()) + ")")
     parser.add_argument("--trials", type=int, default=2000,
                         help="measurement budget: simulations (vta) or builds+runs (default: 2000)")
-    parser.add_argument("--tuner", default="dcoc",
-                        choices=["dcoc", "random", "grid", "ga", "xgb", "rl", "chameleon"],
-                        help="search method (default: dcoc); the others are the baselines")
-    parser.add_argument("--agents", default="dcoc", choices=["dcoc", "single", "per-knob", "clustered"],
+    parser.add_argument("--tuner", default="dcoc", choices=tuner_names(),
+                        help="search method (default: dcoc); dcoc-frozen, dcoc-noagents, dcoc-topk "
+                             "are its ablations, sweep and surrogate non-learning references, the "
+                             "others the baselines")
+    parser.add_argument("--agents", default="dcoc", choices=list(MODES),
                         help="dcoc: which knobs each agent owns: dcoc = hardware + mapping + "
                              "scheduling agents (default); single = one agent; per-knob; "
                              "clustered = correlation clustering on warm-up measurements")
@@ -101,19 +113,17 @@ def _target_arg(text: str):
 
 def summary(res) -> str:
     """The per-layer table and the summary lines of a TuneResult."""
+    from dcoc.targets import get, is_accelerator
+
     out = []
-    if res.target == "vta":
+    if is_accelerator(res.target):
         rows = [[r["layer"], r["count"], f"{r['cycles']:,}", f"{r['ms']:.3f}", f"{r['gops']:.1f}",
-                 f"{100 * r['utilization']:.0f}%", "vta"] for r in res.layers]
+                 f"{100 * r['utilization']:.0f}%", r.get("device", res.target)] for r in res.layers]
         rows += [[c["layer"], c["count"], "-", "-", "-", "-", "cpu"] for c in res.cpu_layers]
         out.append(render_table(["layer", "count", "cycles", "ms", "GOPS", "util", "device"], rows,
                                 right={1, 2, 3, 4, 5}))
-        hw = res.hardware
-        r = res.extra.get("resources", {})
         out.append("")
-        out.append(f"hardware   {hw.name}  ({hw.batch}x{hw.block_in}x{hw.block_out} GEMM, "
-                   f"{hw.freq_mhz:g} MHz, {hw.bus_bytes} B bus; BRAM36 {r.get('bram36', '?')}, "
-                   f"DSP {r.get('dsp', '?')}, LUT {r.get('lut', '?')} on {res.board})")
+        out.append(f"hardware   {get(res.target).describe_hw(res.hardware, res.board)}")
     else:
         rows = [[r.get("task", r.get("layer")), r.get("weight", r.get("count", "")),
                  f"{r.get('ms', float('nan')):.4f}", r.get("trials", "")] for r in res.layers]
@@ -121,8 +131,8 @@ def summary(res) -> str:
             out.append(render_table(["task", "weight", "best ms", "trials"], rows, right={1, 2, 3}))
             out.append("")
     out.append(f"latency    {res.latency_ms:.3f} ms  ({res.throughput:.1f} inferences/s)")
-    if res.target == "vta":
-        base = ("pynq preset" if res.board == "pynq" else f"{res.board} default 1x16x16") + " + default schedules"
+    if is_accelerator(res.target):
+        base = get(res.target).baseline_label(res.board)
     else:
         base = "untuned"
     out.append(f"baseline   {res.baseline_latency_ms:.3f} ms  ({base}); speedup {res.speedup:.2f}x")

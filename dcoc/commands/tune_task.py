@@ -4,27 +4,36 @@ from __future__ import annotations
 import sys
 
 NAME = "tune-task"
-HELP = "tune one VTA layer's schedule (e.g. ResNet-18's C2) with one tuner"
+HELP = "tune one accelerator layer's schedule (e.g. ResNet-18's C2 on VTA) with one tuner"
 DESCRIPTION = """\
 Tune the schedule of one workload on a fixed VTA configuration and print a best-so-far
 curve and the best knobs.  WORKLOAD is a ResNet-18 layer (C2 .. C11), conv:H,W,CI,CO,K,S,P
-or dense:N,K,M.  Every trial is one simulation; records go to --records (JSONL; rerun to
-resume).
+or dense:N,K,M (--target systolic also takes gemm:M,K,N).  Every trial is one simulation;
+records go to --records (JSONL; rerun to resume).
 
 examples:
   dcoc tune-task C2 --tuner dcoc --trials 100
-  dcoc tune-task conv:28,28,128,128,3,1,1 --hw pynq_4x8 --tuner xgb --trials 300 --records c5.jsonl"""
+  dcoc tune-task conv:28,28,128,128,3,1,1 --hw pynq_4x8 --tuner xgb --trials 300 --records c5.jsonl
+  dcoc tune-task C5 --target systolic --hw ws32x16_i16w15o15 --tuner dcoc --trials 100"""
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("workload", metavar="WORKLOAD", help="C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
-    parser.add_argument("--hw", default="pynq",
-                        help="accelerator: preset (pynq, pynq_4x8, ultra96, zcu104) or config name "
-                             "(default: pynq)")
-    parser.add_argument("--tuner", default="dcoc",
-                        choices=["dcoc", "random", "grid", "ga", "xgb", "rl", "chameleon"],
+    from dcoc.agents import MODES
+    from dcoc.targets import available
+    from dcoc.tuners import names as tuner_names
+
+    parser.add_argument("--target", default="vta", choices=available(),
+                        help="accelerator target (default: vta)")
+    parser.add_argument("--board", default=None,
+                        help="the board whose clock/bus a hardware name takes (default: the target's first)")
+    parser.add_argument("--hw", default=None,
+                        help="accelerator: vta preset (pynq, pynq_4x8, ultra96, zcu104) or config name "
+                             "(default: pynq); systolic: a name like ws16x16_i15w15o15 (default: the "
+                             "board's 16x16 default)")
+    parser.add_argument("--tuner", default="dcoc", choices=tuner_names(),
                         help="search method (default: dcoc)")
-    parser.add_argument("--agents", default="dcoc", choices=["dcoc", "single", "per-knob", "clustered"],
+    parser.add_argument("--agents", default="dcoc", choices=list(MODES),
                         help="dcoc only: knob-to-agent split (default: dcoc)")
     parser.add_argument("--trials", type=int, default=200, help="simulation budget (default: 200)")
     parser.add_argument("--seed", type=int, default=0, help="the one seed (default: 0)")
@@ -39,15 +48,17 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from dcoc.api import tune_task
     from dcoc.commands._common import render_table
-    from dcoc.plots import ascii_curve
-    from dcoc.search.vta_task import parse_workload
-
     from dcoc.errors import DcocError
-    from dcoc.vta import HWConfig
+    from dcoc.plots import ascii_curve
+    from dcoc.targets import get as get_target
+    from dcoc.tuners import DCOC_FAMILY
 
     # validate before the progress bar starts: an error must be the only output
-    wl = parse_workload(args.workload)
-    hw = HWConfig.parse(args.hw)
+    tg = get_target(args.target)
+    wl = tg.workload(args.workload)
+    bd = tg.board(args.board or tg.default_board)
+    hw = (tg.parse_hw(args.hw, bd.name if args.board or tg.name != "vta" else None) if args.hw
+          else (tg.parse_hw("pynq") if tg.name == "vta" else tg.default_hw(bd)))
     if args.trials < 1:
         raise DcocError(f"trials must be >= 1, got {args.trials}")
     callbacks = []
@@ -64,9 +75,9 @@ def run(args) -> int:
             bar.refresh()
 
         callbacks.append(cb)
-    kw = {"agents": args.agents} if args.tuner == "dcoc" else {}
+    kw = {"agents": args.agents} if args.tuner in DCOC_FAMILY else {}
     try:
-        r = tune_task(wl, hw=hw, tuner=args.tuner, trials=args.trials, seed=args.seed,
+        r = tune_task(wl, hw=hw, target=tg.name, tuner=args.tuner, trials=args.trials, seed=args.seed,
                       records=args.records, n_workers=args.workers,
                       early_stopping=args.early_stopping, callbacks=callbacks, **kw)
     finally:

@@ -239,41 +239,74 @@ class VTASimMeasurer(FunctionMeasurer):
 
 
 class ReplayMeasurer(Measurer):
-    """Answer from records where possible, measure the rest with ``inner``.
+    """Answer from records where possible, measure the rest with ``inner``: THE resume
+    mechanism (used by :meth:`dcoc.tuners.Tuner.tune` and :class:`dcoc.codesign.Session`).
 
-    Used for resume: a tuner re-run with the same seed proposes the same configs, and
-    those already recorded (same task, target, hardware, tuner and seed) are answered
-    from the file instead of being measured again.  ``replayed`` counts them.
+    A tuner or driver re-run with the same seed proposes the same configs, and those
+    already recorded (same task, target, hardware, tuner and seed; see
+    :func:`recorded_results`) are answered from the file instead of being measured
+    again.  ``replayed`` counts them.
     """
 
     def __init__(self, inner: Measurer, known: dict):
         self.inner = inner
-        self.known = known  # (hw_name, config key) -> MeasureResult
+        self.known = known  # (workload key, hw_name, config key) -> MeasureResult
         self.n_parallel = inner.n_parallel
         self.replayed = 0
 
-    def measure(self, task, configs):
+    def _hit(self, task, config):
         from dcoc.search.space import Space
 
-        configs = list(configs)
-        out: list = [None] * len(configs)
+        if not self.known:
+            return None
+        hw, sw = task.split(config)
+        return self.known.get((task.workload_key, hw, Space.key(sw)))
+
+    def measure_flagged(self, jobs) -> tuple[list[MeasureResult], list[bool]]:
+        """Measure ``[(task, config)]``: (results, whether each was replayed from the records)."""
+        jobs = list(jobs)
+        out: list = [None] * len(jobs)
+        flags = [False] * len(jobs)
         todo = []
-        for i, c in enumerate(configs):
-            hw, sw = task.split(c)
-            hit = self.known.get((hw, Space.key(sw)))
+        for i, (task, c) in enumerate(jobs):
+            hit = self._hit(task, c)
             if hit is not None:
-                out[i] = hit
+                out[i], flags[i] = hit, True
                 self.replayed += 1
             else:
                 todo.append(i)
         if todo:
-            fresh = self.inner.measure(task, [configs[i] for i in todo])
-            for i, r in zip(todo, fresh):
+            for i, r in zip(todo, self.inner.measure_jobs([jobs[i] for i in todo])):
                 out[i] = r
-        return out
+        return out, flags
+
+    def measure_jobs(self, jobs):
+        return self.measure_flagged(jobs)[0]
+
+    def measure(self, task, configs):
+        return self.measure_jobs([(task, c) for c in configs])
 
     def close(self):
         self.inner.close()
+
+
+def recorded_results(records, target: str, tuner: str, seed, tasks=None, hw=None) -> dict:
+    """``{(workload key, hw name, config key): MeasureResult}`` of the recorded trials of one
+    (target, tuner, seed), for :class:`ReplayMeasurer`; ``tasks``/``hw`` narrow it down."""
+    from dcoc.search.space import Space
+
+    known = {}
+    for r in records.filter(target=target, tuner=tuner, seed=seed):
+        if tasks is not None and r["task"] not in tasks:
+            continue
+        if hw is not None and r["hw"] != hw:
+            continue
+        res = (MeasureResult((r["cost"],), 0, r.get("wall", 0.0), r.get("ts"), None, r.get("info"))
+               if r.get("valid") else
+               MeasureResult((), r.get("error_no", 8) or 8, r.get("wall", 0.0), r.get("ts"),
+                             r.get("error"), r.get("info")))
+        known[(r["task"], r["hw"], Space.key(r["knobs"]))] = res
+    return known
 
 
 class TableMeasurer(Measurer):

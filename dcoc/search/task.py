@@ -31,6 +31,8 @@ class TuningTask:
     payload: measurer-specific data (e.g. the VTA workload and HWConfig).
     hw_knobs: names of the hardware knobs in ``space`` (empty for software-only tasks).
     hw_namer: maps the hardware part of a config to its hardware name.
+    defaults: ``() -> list[config]``: the target's default schedule(s) for this task (the
+        starting point of the ``sweep`` reference), or None.
     """
 
     name: str
@@ -42,6 +44,7 @@ class TuningTask:
     payload: Any = None
     hw_knobs: tuple = ()
     hw_namer: Callable[[dict], str] | None = field(default=None, repr=False)
+    defaults: Callable[[], list] | None = field(default=None, repr=False)
 
     @property
     def config_space(self) -> Space:

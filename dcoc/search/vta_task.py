@@ -214,10 +214,22 @@ def vta_task(wl, hw, name: str | None = None, epilogue="default") -> TuningTask:
 
     ``epilogue``: the fused ALU epilogue simulated with every schedule ("default" = shift
     8 + clip; model layers use :data:`dcoc.vta.model.MODEL_EPILOGUE`, with the bias)."""
+    space = sw_space(wl, hw, epilogue)
+
+    def defaults():
+        from dcoc.errors import DcocError
+
+        try:
+            k = _vta().default_knobs(wl, hw)
+        except DcocError:
+            return []
+        return [k] if k is not None and space.is_valid(k) else []
+
     return TuningTask(
-        name=name or wl.name, space=sw_space(wl, hw, epilogue), target="vta",
+        name=name or wl.name, space=space, target="vta",
         workload_key=workload_key(wl, epilogue),
         flop=float(wl.flops), hw_name=hw.name, payload={"workload": wl, "hw": hw, "epilogue": epilogue},
+        defaults=defaults,
     )
 
 
@@ -286,107 +298,15 @@ def simulate_config(task: TuningTask, config: dict):
                               "utilization": float(r.utilization)}
 
 
-# ------------------------------------------------------------------------ catalog
-#: ResNet-18's VTA conv layers C2..C11 (vta-reference §4.2): (H=W, CI, CO, K, S, count)
-RESNET18_CONV = {
-    "C2": (56, 64, 64, 3, 1, 4), "C3": (56, 64, 128, 3, 2, 1), "C4": (56, 64, 128, 1, 2, 1),
-    "C5": (28, 128, 128, 3, 1, 3), "C6": (28, 128, 256, 3, 2, 1), "C7": (28, 128, 256, 1, 2, 1),
-    "C8": (14, 256, 256, 3, 1, 3), "C9": (14, 256, 512, 3, 2, 1), "C10": (14, 256, 512, 1, 2, 1),
-    "C11": (7, 512, 512, 3, 1, 3),
-}
+# compatibility: the benchmark catalogue and exhaustive tables live in dcoc.benchmarks,
+# workload specs in dcoc.targets.vta
+def __getattr__(name):
+    if name in ("RESNET18_CONV", "resnet18_layer", "exhaustive", "cache_root", "timing_model_tag"):
+        import dcoc.benchmarks
 
+        return getattr(dcoc.benchmarks, name)
+    if name == "parse_workload":
+        from dcoc.targets.vta import parse_workload
 
-def resnet18_layer(name: str):
-    """The Conv2DWorkload of ResNet-18 layer ``C2`` .. ``C11``."""
-    from dcoc.errors import DcocError
-
-    key = name.upper()
-    if key not in RESNET18_CONV:
-        raise DcocError(f"unknown ResNet-18 layer '{name}'; choose from {', '.join(RESNET18_CONV)}")
-    h, ci, co, k, s, _ = RESNET18_CONV[key]
-    return _vta().Conv2DWorkload(batch=1, height=h, width=h, in_channels=ci, out_channels=co,
-                                 kernel=(k, k), stride=(s, s), padding=(k // 2, k // 2))
-
-
-def parse_workload(spec: str):
-    """A workload from a CLI spec: ``C2`` (ResNet-18 layer), ``conv:H,W,CI,CO,K,S,P`` or
-    ``dense:N,K,M`` (rows, in features, out features)."""
-    from dcoc.errors import DcocError
-
-    vta = _vta()
-    s = spec.strip()
-    if s.upper() in RESNET18_CONV:
-        return resnet18_layer(s)
-    kind, _, nums = s.partition(":")
-    try:
-        v = [int(x) for x in nums.replace("x", ",").split(",") if x.strip()]
-    except ValueError:
-        v = []
-    if kind == "conv" and len(v) == 7:
-        h, w, ci, co, k, st, p = v
-        return vta.Conv2DWorkload(batch=1, height=h, width=w, in_channels=ci, out_channels=co,
-                                  kernel=(k, k), stride=(st, st), padding=(p, p))
-    if kind == "dense" and len(v) == 3:
-        return vta.DenseWorkload(batch=v[0], in_features=v[1], out_features=v[2])
-    raise DcocError(f"bad workload '{spec}': expected C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
-
-
-def cache_root(name: str) -> str:
-    """``$DCOC_CACHE/name`` (default ``~/.cache/dcoc/name``): caches of simulated times."""
-    import os
-
-    return os.path.join(os.environ.get("DCOC_CACHE", os.path.expanduser("~/.cache/dcoc")), name)
-
-
-def timing_model_tag(epilogue="default") -> str:
-    """A short hash of the timing constants, the simulator's source and ``epilogue``:
-    caches of simulated times are keyed by it, so any change of the timing model
-    invalidates them."""
-    import hashlib
-    import json
-    import os
-    from dataclasses import asdict
-
-    vta = _vta()
-    from dcoc.vta.simulator import DEFAULT_TIMING
-
-    h = hashlib.sha256(json.dumps(asdict(DEFAULT_TIMING), sort_keys=True, default=str).encode())
-    src = os.path.dirname(vta.__file__)
-    for fname in sorted(os.listdir(src)):  # the simulator's code is part of the key
-        if fname.endswith(".py"):
-            with open(os.path.join(src, fname), "rb") as f:
-                h.update(f.read())
-    h.update(repr(_epilogue(epilogue)).encode())
-    return h.hexdigest()[:12]
-
-
-def exhaustive(wl, hw, cache_dir: str | None = None, epilogue="default") -> dict:
-    """Simulate every point of ``wl``'s schedule space on ``hw``: ``{config key: seconds | None}``.
-
-    Cached as JSON under ``cache_dir`` (default ``$DCOC_CACHE/exhaustive`` or
-    ``~/.cache/dcoc/exhaustive``), keyed by workload, hardware and
-    :func:`timing_model_tag`.
-    """
-    import json
-    import os
-
-    vta = _vta()
-    root = cache_dir or cache_root("exhaustive")
-    ep = _epilogue(epilogue)
-    tag = timing_model_tag(epilogue)
-    path = os.path.join(root, f"{wl.name}@{hw.name}@{tag}.json")
-    if os.path.exists(path):
-        with open(path) as f:
-            rows = json.load(f)
-        return {tuple((k, v) for k, v in r[0]): r[1] for r in rows}
-    sp = sw_space(wl, hw)
-    table = {}
-    for cfg in sp:
-        r = vta.simulate(wl, hw, cfg, epilogue=ep)
-        table[Space.key(cfg)] = float(r.seconds) if r.valid else None
-    os.makedirs(root, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump([[list(map(list, k)), v] for k, v in table.items()], f)
-    os.replace(tmp, path)
-    return table
+        return parse_workload
+    raise AttributeError(f"module 'dcoc.search.vta_task' has no attribute {name!r}")

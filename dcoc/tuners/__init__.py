@@ -19,7 +19,16 @@ REGISTRY = {
     "rl": "dcoc.tuners.rl_tuner:RLTuner",
     "chameleon": "dcoc.tuners.chameleon_tuner:ChameleonTuner",
     "dcoc": "dcoc.tuners.dcoc_tuner:DCOCTuner",
+    # ablations of DCOC (flags of dcoc.core.DCOCConfig) and non-learning references
+    "dcoc-frozen": "dcoc.tuners.dcoc_tuner:DCOCFrozenTuner",
+    "dcoc-noagents": "dcoc.tuners.dcoc_tuner:DCOCNoAgentsTuner",
+    "dcoc-topk": "dcoc.tuners.dcoc_tuner:DCOCTopKTuner",
+    "surrogate": "dcoc.tuners.dcoc_tuner:SurrogateTuner",
+    "sweep": "dcoc.tuners.sweep_tuner:SweepTuner",
 }
+
+#: the DCOC family: tuners that take ``agents=`` and drive :class:`dcoc.core.DCOCCore`
+DCOC_FAMILY = ("dcoc", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "surrogate")
 
 
 def names() -> list[str]:
@@ -46,4 +55,4 @@ def create(name, task, seed: int = 0, **kwargs) -> Tuner:
     return get_tuner(name)(task, seed=seed, **kwargs)
 
 
-__all__ = ["REGISTRY", "Tuner", "create", "get_tuner", "names"]
+__all__ = ["DCOC_FAMILY", "REGISTRY", "Tuner", "create", "get_tuner", "names"]

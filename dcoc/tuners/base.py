@@ -20,7 +20,7 @@ import math
 import time
 from typing import Callable, Iterable, Sequence
 
-from dcoc.search.measure import MeasureInput, MeasureResult, Measurer, ReplayMeasurer
+from dcoc.search.measure import MeasureInput, MeasureResult, Measurer, ReplayMeasurer, recorded_results
 from dcoc.search.records import Records
 from dcoc.search.space import Space
 from dcoc.search.task import TuningTask
@@ -147,8 +147,10 @@ class Tuner:
             re-measured), so an interrupted run continues where it stopped.
         """
         measurer = _measurer_of(measure_option)
-        known = _known_results(records, self.task, self.name, self.seed) if (records and resume) else {}
-        replay = ReplayMeasurer(measurer, known) if known else measurer
+        known = (recorded_results(records, self.task.target, self.name, self.seed,
+                                  tasks={self.task.workload_key}, hw=self.task.hw_name)
+                 if (records and resume) else {})
+        replay = ReplayMeasurer(measurer, known)
         n_parallel = max(1, getattr(measurer, "n_parallel", 1))
         self._t0 = time.perf_counter()
         while self.trials < n_trial and self.has_next():
@@ -156,12 +158,11 @@ class Tuner:
             if not configs:
                 break
             inputs = [MeasureInput(self.task.target, self.task, c) for c in configs]
-            results = replay.measure(self.task, configs)
+            results, replayed = replay.measure_flagged([(self.task, c) for c in configs])
             first = self.trials
             self._observe(inputs, results)
             if records is not None:
-                fresh = [(i, r) for i, r in zip(inputs, results)
-                         if known.get(_known_key(self.task, i.config)) is not r]
+                fresh = [(i, r) for i, r, rep in zip(inputs, results, replayed) if not rep]
                 if fresh:
                     records.log(self.task, [i for i, _ in fresh], [r for _, r in fresh],
                                 tuner=self.name, seed=self.seed, first_trial=first)
@@ -195,22 +196,3 @@ def _measurer_of(option) -> Measurer:
     if isinstance(option, dict) and "measurer" in option:
         return option["measurer"]
     raise TypeError("measure_option must be a Measurer or dcoc.search.measure_option(...)")
-
-
-def _known_key(task: TuningTask, config: dict):
-    hw, sw = task.split(config)
-    return (hw, Space.key(sw))
-
-
-def _known_results(records: Records, task: TuningTask, tuner: str, seed: int) -> dict:
-    """(hw, knobs key) -> MeasureResult for this task/tuner/seed's recorded trials."""
-    known = {}
-    for r in records.filter(task=task.workload_key, target=task.target, tuner=tuner, seed=seed):
-        if task.hw_name is not None and r["hw"] != task.hw_name:
-            continue
-        res = (MeasureResult((r["cost"],), 0, r.get("wall", 0.0), r.get("ts"), None, r.get("info"))
-               if r.get("valid") else
-               MeasureResult((), r.get("error_no", 8) or 8, r.get("wall", 0.0), r.get("ts"),
-                             r.get("error"), r.get("info")))
-        known[(r["hw"], Space.key(r["knobs"]))] = res
-    return known

@@ -1,0 +1,127 @@
+"""Software-only tuning on one fixed hardware config (a driver: it decides, never measures).
+
+:class:`SoftwareTuning` runs one tuner per layer through ask/tell.  Budget split: each
+layer first gets ``warmup`` trials; then every chunk of ``chunk`` trials goes to the layer
+with the largest remaining potential ``count * (best_time - ideal_time)`` (ideal =
+compute-bound time), i.e. where a relative improvement buys the most end-to-end
+latency.  Layers whose tuner has no proposals left are skipped -- also when they never
+found a valid schedule (they do not keep an infinite priority).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dcoc.errors import DcocError
+from dcoc.seeding import child_seed
+
+
+def default_jobs(session, hw) -> list[tuple]:
+    """Jobs measuring every layer's default schedule on ``hw`` (a fitting random schedule
+    where the target's heuristic does not fit; nothing for a layer with no valid schedule)."""
+    from dcoc.search.space import Space  # noqa: F401 - documents the knobs type
+
+    jobs = []
+    for li, layer in enumerate(session.layers):
+        sp = session.task(li, hw).space
+        k = session.target.default_schedule(layer, hw, sp)
+        if k is None:
+            rng = np.random.default_rng(child_seed(session.seed, "default", layer.key, hw.name))
+            try:
+                k = sp.sample(rng)
+            except DcocError:
+                continue
+        jobs.append((li, hw, k))
+    return jobs
+
+
+def default_schedules(session, hw):
+    """Measure every layer's default schedule on ``hw`` (see :func:`default_jobs`)."""
+    return session.measure(default_jobs(session, hw))
+
+
+def fitting_default(workload, hw, space) -> dict | None:
+    """:func:`dcoc.vta.default_knobs` for a VTA ``workload`` on ``hw`` if it is valid in ``space``."""
+    from dcoc.targets import Layer, get
+
+    return get("vta").default_schedule(Layer("w", workload, 1, "conv2d"), hw, space)
+
+
+class SoftwareTuning:
+    """Ask/tell driver: tune every layer's schedule on ``hw`` with one tuner per layer.
+
+    ``budget``: trials this driver may spend (None: until the session's budget ends).
+    """
+
+    def __init__(self, session, hw, tuner: str, seed: int, chunk: int = 8, warmup: int = 8,
+                 tuner_kwargs: dict | None = None, budget: int | None = None):
+        from dcoc.tuners import create
+
+        self.s, self.hw, self.chunk, self.warmup = session, hw, chunk, warmup
+        self.budget = budget
+        self.used = 0
+        self.tuners = []
+        for li, layer in enumerate(session.layers):
+            task = session.task(li, hw)
+            t = create(tuner, task, seed=child_seed(seed, "sw", layer.key, hw.name), **(tuner_kwargs or {}))
+            prior = [(k, r) for k, r in session.results_for(li, hw) if task.space.check(k) is None]
+            if prior:  # what this run already measured here is known, not proposed again
+                t.tell([k for k, _ in prior], [r for _, r in prior])
+            self.tuners.append(t)
+        self.spent = [0] * len(session.layers)
+        self.exhausted: set[int] = set()
+        self._pending = None
+
+    def _priority(self, li: int) -> float:
+        t = self.tuners[li]
+        if li in self.exhausted or not t.has_next():
+            return -math.inf
+        if self.spent[li] < self.warmup:
+            return math.inf
+        b = self.s.best.get((self.hw.name, li))
+        if b is None:
+            return math.inf
+        layer = self.s.layers[li]
+        return layer.count * max(b[0] - layer.ideal_seconds(self.hw), 0.0)
+
+    def ask(self) -> list[tuple]:
+        limit = self.s.remaining if self.budget is None else min(self.budget - self.used, self.s.remaining)
+        while limit > 0:
+            pri = [self._priority(li) for li in range(len(self.tuners))]
+            li = int(np.argmax(pri))
+            if pri[li] == -math.inf:
+                return []
+            k = min(self.chunk, limit)
+            if self.spent[li] < self.warmup:
+                k = min(k, self.warmup - self.spent[li])
+            configs = self.tuners[li].ask(k)
+            if not configs:
+                self.exhausted.add(li)
+                continue
+            self._pending = (li, configs, self.s.trials)
+            return [(li, self.hw, c) for c in configs]
+        return []
+
+    def tell(self, jobs, results) -> None:
+        li, configs, before = self._pending
+        self._pending = None
+        self.tuners[li].tell(configs[: len(results)], results)
+        self.spent[li] += len(results)
+        self.used += self.s.trials - before
+        if self.s.trials == before:  # only repeats: the tuner is going in circles
+            self.spent[li] = 10 ** 9
+            if (self.hw.name, li) not in self.s.best:  # and nothing valid: do not come back
+                self.exhausted.add(li)
+
+    def missing(self) -> list[int]:
+        """Layers with no valid schedule on ``hw`` whose tuner has nothing left to propose."""
+        return [li for li in range(len(self.tuners)) if (self.hw.name, li) not in self.s.best
+                and self._priority(li) == -math.inf]
+
+
+def tune_software(session, hw, tuner: str, budget: int, seed: int, **kw) -> SoftwareTuning:
+    """Spend up to ``budget`` trials tuning the schedules on ``hw``; returns the driver."""
+    st = SoftwareTuning(session, hw, tuner, seed, budget=budget, **kw)
+    session.run(st)
+    return st

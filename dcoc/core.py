@@ -1,0 +1,276 @@
+"""The DCOC core: one round engine that every DCOC entry point drives.
+
+``dcoc.tune_task`` (the per-task tuner :class:`dcoc.tuners.dcoc_tuner.DCOCTuner`), the
+MetaSchedule strategy (``tvm_plugin.strategy``, through the same tuner) and whole-model
+co-design (:class:`dcoc.codesign.joint.DCOCCoDesign`) all call :meth:`DCOCCore.propose`;
+they differ only in the :class:`Problem` adapter that says what a point is, how it is
+scored and how a round's measurements are picked.
+
+One round (docs/method.md):
+
+1. ``problem.refit()`` -- refit the XGBoost ensembles (built by :func:`ensemble`) on
+   every measurement so far;
+2. the agents (:class:`dcoc.agents.MAPPO`) are built, or re-formed once for
+   ``agents="clustered"`` when enough measurements exist;
+3. walkers start from ``problem.starts(W)`` and walk the space, rewarded by
+   ``problem.score`` (normalized throughput, measured where known); the agents learn
+   from the walks (PPO, CTDE);
+4. ``problem.candidates`` turns the visited points into unmeasured valid candidates;
+   ``problem.predict`` gives their (mean, std) normalized throughput;
+5. ``problem.select`` picks the measurements with :meth:`DCOCCore.pick` (confidence
+   sampling: LCB + soft threshold + exploration quota).
+
+Ablations are flags of :class:`DCOCConfig`, not copies of the algorithm:
+
+* ``learn=False`` (tuner ``dcoc-frozen``): the agents walk but are never updated;
+* ``proposer="surrogate"`` (``dcoc-noagents``): no agents; the candidates are every
+  valid point of the space scored by the ensemble (spaces up to ``exhaustive_limit``
+  points), else the points visited by simulated annealing on the ensemble's score;
+* ``select="topk"`` (``dcoc-topk``): no uncertainty, the ``n`` best predicted means.
+
+The ``surrogate`` reference tuner is ``proposer="surrogate", select="topk"``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from dcoc.agents.mappo import MAPPOConfig
+from dcoc.sampling import ConfidenceConfig, confidence_select
+
+PROPOSERS = ("agents", "surrogate")
+SELECTS = ("confidence", "topk")
+
+
+@dataclass
+class CoDesignConfig:
+    """The co-design-only hyperparameters of DCOC (whole-model hardware/software search)."""
+
+    round_size: int = 16            # measurements per round (opening a new hardware config adds more)
+    elite_hw_starts: float = 0.5    # share of walkers starting on the incumbent hardware
+    random_hw_starts: float = 0.25  # share starting on a random feasible hardware config
+    new_hw_shortlist: int = 3       # unopened configs scored in detail per round
+    open_margin: float = 0.01       # open a config only if predicted >= 1% faster (LCB)
+    new_shape_bonus: float = 0.03   # optimism for a compute-core shape never measured
+    hw_explore_every: int = 4       # rounds without an opening after which the most
+                                    # optimistic (UCB) shortlisted config is opened anyway
+    cluster_after: int = 64         # agents="clustered": measurements before the knobs are clustered
+
+
+@dataclass
+class DCOCConfig:
+    """Every hyperparameter of DCOC, declared once (values and rationale in docs/method.md).
+
+    The per-task fields (``plan_size``, ``n_init``, ``elite_starts``, ``n_elites``) are used
+    by the per-task tuner; ``codesign`` by whole-model co-design; the rest by both.
+    """
+
+    agents: str = "dcoc"          # knob-to-agent split: dcoc | single | per-knob | clustered
+    plan_size: int = 8            # per task: configs measured per round
+    n_init: int = 8               # per task: random warm-up measurements (clustered: then cluster)
+    n_models: int = 5             # cost-model ensemble members (uncertainty = their spread)
+    boost_rounds: int = 80        # boosting rounds per member (fixed: no early stopping)
+    elite_starts: float = 0.5     # per task: share of walkers starting from the best measured configs
+    n_elites: int = 8             # per task: how many best configs walkers start from
+    # ---- ablations (flags of this one algorithm; see the module docstring)
+    learn: bool = True            # False: the agents are never updated (dcoc-frozen)
+    proposer: str = "agents"      # agents | surrogate (dcoc-noagents, surrogate)
+    select: str = "confidence"    # confidence | topk (dcoc-topk, surrogate)
+    exhaustive_limit: int = 50_000  # proposer=surrogate: score every point of spaces up to this size
+    sa_steps: int = 60            # proposer=surrogate, larger spaces: annealing steps per chain
+    mappo: MAPPOConfig = field(default_factory=MAPPOConfig)
+    confidence: ConfidenceConfig = field(default_factory=ConfidenceConfig)
+    codesign: CoDesignConfig = field(default_factory=CoDesignConfig)
+
+    def __post_init__(self):
+        from dcoc.errors import DcocError
+
+        if self.proposer not in PROPOSERS:
+            raise DcocError(f"unknown DCOC proposer '{self.proposer}'; choose one of {', '.join(PROPOSERS)}")
+        if self.select not in SELECTS:
+            raise DcocError(f"unknown DCOC selection '{self.select}'; choose one of {', '.join(SELECTS)}")
+
+
+def ensemble(cfg: DCOCConfig, seed: int):
+    """The cost model of DCOC: a bootstrap ensemble of XGBoost regressors."""
+    from dcoc.costmodel import XGBCostModel
+
+    return XGBCostModel(loss="reg", n_models=cfg.n_models, seed=seed,
+                        num_boost_round=cfg.boost_rounds, early_stopping_rounds=None)
+
+
+class Problem:
+    """What :class:`DCOCCore` needs to know about a search problem (the space adapter).
+
+    A *point* is an int vector of choice positions (one per knob of ``agent_space``); a
+    walker may carry its own ``dims`` and context (co-design: one layer per walker).
+    Items returned by :meth:`candidates` are opaque to the core.
+    """
+
+    #: a :class:`dcoc.search.space.Space` naming the knobs (and their groups) of a point
+    agent_space = None
+    context_dim: int = 0
+    #: measurements after which ``agents="clustered"`` clusters the knobs
+    cluster_after: int = 0
+
+    def refit(self) -> None:
+        """Fit the cost model(s) on every measurement so far (no-op when nothing is new)."""
+
+    def n_measured(self) -> int:
+        raise NotImplementedError
+
+    def cluster_data(self) -> tuple[np.ndarray, np.ndarray]:
+        """(points, score) of the measurements, for knob clustering."""
+        raise NotImplementedError
+
+    def starts(self, n_walkers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(dims [K] or [W, K], start points [W, K], context [C] or [W, C])."""
+        raise NotImplementedError
+
+    def score(self, points: np.ndarray, walkers: np.ndarray) -> np.ndarray:
+        """Normalized throughput of points (1.0 = best measured), measured where known."""
+        raise NotImplementedError
+
+    def valid(self, point: tuple, walker: int) -> bool:
+        raise NotImplementedError
+
+    def all_points(self, limit: int):
+        """Every valid point as (points [n, K], walkers [n]), or None if more than ``limit``."""
+        return None
+
+    def candidates(self, points: np.ndarray, walkers: np.ndarray, n: int) -> list:
+        """Unmeasured valid items among the visited points (deduplicated)."""
+        raise NotImplementedError
+
+    def predict(self, items: list) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, std) normalized throughput of the items."""
+        raise NotImplementedError
+
+    def select(self, items: list, mu, sd, n: int, pick: Callable) -> list:
+        """The items to measure; ``pick(mu, sd, n) -> indices`` is the core's rule."""
+        return [items[i] for i in pick(mu, sd, n)]
+
+
+class DCOCCore:
+    """Runs DCOC's rounds on a :class:`Problem` (ask = :meth:`propose`).
+
+    Parameters
+    ----------
+    problem: the space adapter.
+    cfg: the one :class:`DCOCConfig`.
+    rng: the generator of the core's random choices (shared with the problem's starts).
+    agent_seed: ``n_groups -> seed`` of the agents (callers keep their seed paths).
+    """
+
+    def __init__(self, problem: Problem, cfg: DCOCConfig, rng: np.random.Generator,
+                 agent_seed: Callable[[int], int]):
+        self.p = problem
+        self.cfg = cfg
+        self.rng = rng
+        self.agent_seed = agent_seed
+        self.agents = None
+        self.groups = None
+        self.agent_names = None
+        self._clustered = False
+        self.rounds = 0
+        self.log: list[dict] = []
+
+    # ------------------------------------------------------------------ agents
+    def ensure_agents(self) -> None:
+        """Build the agents; ``clustered`` re-forms them once enough data exists."""
+        from dcoc.agents import MAPPO, make_groups
+
+        if self.cfg.proposer != "agents":
+            return
+        mode = self.cfg.agents
+        want_cluster = (mode == "clustered" and not self._clustered
+                        and self.p.n_measured() >= self.p.cluster_after)
+        if self.agents is not None and not want_cluster:
+            return
+        if want_cluster:
+            pts, y = self.p.cluster_data()
+            self.groups, self.agent_names = make_groups(self.p.agent_space, "clustered", pts, y)
+            self._clustered = True
+        else:
+            self.groups, self.agent_names = make_groups(
+                self.p.agent_space, "dcoc" if mode == "clustered" else mode)
+        self.agents = MAPPO(self.groups, len(self.p.agent_space.knobs), self.p.context_dim,
+                            self.cfg.mappo, seed=self.agent_seed(len(self.groups)),
+                            names=self.agent_names)
+
+    # ------------------------------------------------------------------ selection
+    def pick(self, mu, sd, n: int) -> np.ndarray:
+        """Indices of the ``n`` candidates to measure (confidence sampling, or top-k by mean)."""
+        if self.cfg.select == "topk":
+            return np.argsort(-np.asarray(mu, dtype=np.float64), kind="stable")[: max(int(n), 0)]
+        return confidence_select(mu, sd, n, self.rng, self.cfg.confidence)
+
+    @property
+    def kappa(self) -> float:
+        """The confidence-bound multiplier in use (0: no uncertainty, ``select="topk"``)."""
+        return 0.0 if self.cfg.select == "topk" else self.cfg.confidence.kappa
+
+    # ------------------------------------------------------------------ proposals
+    def _surrogate_search(self, dims, starts, ctx) -> tuple[np.ndarray, np.ndarray]:
+        """Points the surrogate looks at: all valid points, or simulated annealing."""
+        allp = self.p.all_points(self.cfg.exhaustive_limit)
+        if allp is not None:
+            return allp
+        dims = np.asarray(dims, dtype=np.int64)
+        pos = np.array(starts, dtype=np.int64)
+        W, K = pos.shape
+        dims = np.broadcast_to(dims, (W, K))
+        walkers = np.arange(W)
+        cur = np.asarray(self.p.score(pos, walkers), dtype=np.float64)
+        seen: dict = {(int(w), tuple(p)): None for w, p in zip(walkers, pos)}
+        steps = max(1, self.cfg.sa_steps)
+        for t in range(steps):
+            temp = 0.1 * (1.0 - t / steps) + 1e-3     # normalized-throughput units
+            new = pos.copy()
+            d = self.rng.integers(K, size=W)
+            step = self.rng.choice((-2, -1, 1, 2), size=W)
+            rows = np.arange(W)
+            new[rows, d] = np.clip(pos[rows, d] + step, 0, dims[rows, d] - 1)
+            ok = np.array([self.p.valid(tuple(p), w) for w, p in enumerate(new)])
+            new[~ok] = pos[~ok]
+            sc = np.asarray(self.p.score(new, walkers), dtype=np.float64)
+            accept = ok & (self.rng.random(W) < np.exp(np.minimum((sc - cur) / temp, 0.0)))
+            pos[accept], cur[accept] = new[accept], sc[accept]
+            for w in np.flatnonzero(ok):
+                seen[(int(w), tuple(new[w]))] = None
+        keys = list(seen)
+        return (np.array([k[1] for k in keys], dtype=np.int64).reshape(-1, K),
+                np.array([k[0] for k in keys], dtype=np.int64))
+
+    def propose(self, n: int) -> list:
+        """One round: the items to measure next (empty when nothing new was found)."""
+        p = self.p
+        p.refit()
+        self.ensure_agents()
+        dims, starts, ctx = p.starts(self.cfg.mappo.n_walkers)
+        metrics: dict = {}
+        if self.cfg.proposer == "agents":
+            walk = self.agents.rollout(dims, starts, ctx, p.score, p.valid)
+            if self.cfg.learn:
+                metrics = self.agents.update()
+            else:
+                self.agents.buffer.clear()  # frozen: the walks teach nothing
+            points, walkers = walk.points, walk.walkers
+            extra = {"invalid_moves": walk.invalid_moves, "mean_reward": walk.mean_reward}
+        else:
+            points, walkers = self._surrogate_search(dims, starts, ctx)
+            extra = {}
+        cands = p.candidates(points, walkers, n)
+        if not cands:
+            return []
+        mu, sd = p.predict(cands)
+        out = p.select(cands, mu, sd, n, self.pick)
+        self.rounds += 1
+        self.log.append({"round": self.rounds, "candidates": len(cands),
+                         "pred_best": float(np.max(mu)) if len(mu) else 0.0, **extra, **metrics})
+        return out
+
+
+__all__ = ["CoDesignConfig", "DCOCConfig", "DCOCCore", "Problem", "ensemble"]

@@ -1,0 +1,177 @@
+"""Co-design pieces without the frontend: the Session (measures, resumes, records) and every
+driver (decides through ask/tell), on the systolic target's analytic measurer."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dcoc import codesign as cd
+from dcoc.errors import DcocError
+from dcoc.search import FunctionMeasurer, Records
+from dcoc.targets import Layer, get
+from dcoc.targets.systolic import GemmWorkload, SystolicConfig, measure_systolic
+
+SYS = get("systolic")
+BOARD = SYS.board("arty-a7")
+
+
+def _layers():
+    return [Layer("conv_a", GemmWorkload("conv_a", 784, 576, 64), 2, "conv2d", target="systolic"),
+            Layer("conv_b", GemmWorkload("conv_b", 196, 1152, 128), 1, "conv2d", target="systolic"),
+            Layer("fc", GemmWorkload("fc", 1, 512, 100), 1, "dense", target="systolic")]
+
+
+class Counting(FunctionMeasurer):
+    def __init__(self):
+        super().__init__(measure_systolic, n_workers=0)
+        self.calls = 0
+
+    def measure_jobs(self, jobs):
+        self.calls += len(jobs)
+        return super().measure_jobs(jobs)
+
+
+def _session(budget=60, tuner="t", records=None, resume=True, m=None):
+    return cd.Session(_layers(), m or Counting(), budget, tuner, 0, records, resume, target=SYS)
+
+
+# ------------------------------------------------------------------ session
+def test_session_counts_new_jobs_only_and_respects_the_budget():
+    s = _session(budget=4)
+    hw = SYS.default_hw(BOARD)
+    jobs = cd.default_jobs(s, hw)
+    assert len(jobs) == 3
+    res = s.measure(jobs)
+    assert s.trials == 3 and all(r.valid for r in res)
+    assert s.latency(hw.name) == pytest.approx(sum(l.count * r.cost for l, r in zip(s.layers, res)))
+    assert s.best_hw == hw.name and s.best_latency == s.latency(hw.name)
+    again = s.measure(jobs)                     # repeats cost nothing
+    assert s.trials == 3 and [r.cost for r in again] == [r.cost for r in res]
+    other = SystolicConfig(8, 32, 15, 15, 15, BOARD.freq_mhz, BOARD.bus_bytes)
+    res2 = s.measure(cd.default_jobs(s, other))  # only one trial left: the rest is dropped
+    assert len(res2) == 1 and s.trials == 4 and s.remaining == 0
+    assert s.latency(other.name) is None and set(s.complete_hws()) == {hw.name}
+
+
+def test_session_records_and_resume_replay_without_measuring(tmp_path):
+    path = str(tmp_path / "r.jsonl")
+    m1 = Counting()
+    s1 = _session(budget=40, records=Records(path), m=m1)
+    s1.run(cd.DCOCCoDesign(s1, BOARD, 0, config=_small()))
+    assert m1.calls == 40 and len(Records(path)) == 40
+    m2 = Counting()
+    s2 = _session(budget=40, records=Records(path), m=m2)
+    s2.run(cd.DCOCCoDesign(s2, BOARD, 0, config=_small()))
+    assert m2.calls == 0 and s2.replayed == 40 and len(Records(path)) == 40
+    assert s2.best_latency == s1.best_latency and s2.history == s1.history
+    m3 = Counting()   # another seed's records are not reused
+    s3 = cd.Session(_layers(), m3, 10, "t", 1, Records(path), True, target=SYS)
+    s3.measure(cd.default_jobs(s3, SYS.default_hw(BOARD)))
+    assert m3.calls == 3
+
+
+def _small():
+    cfg = cd.DCOCConfig()
+    cfg.mappo.n_walkers, cfg.mappo.walk_length = 8, 6
+    cfg.n_models, cfg.boost_rounds = 2, 20
+    cfg.codesign.round_size = 8
+    return cfg
+
+
+# ------------------------------------------------------------------ drivers
+class NoMeasure:
+    """A session view that fails the test if a driver measures while deciding."""
+
+
+def _asks_only(driver, session, rounds=3):
+    """Drive by hand: ask must not measure (the session's trial count is unchanged)."""
+    for _ in range(rounds):
+        before = session.trials
+        jobs = driver.ask()
+        assert session.trials == before, "ask() measured"
+        if not jobs:
+            break
+        driver.tell(jobs[: len(session.measure(jobs))], session.measure(jobs))
+
+
+@pytest.mark.parametrize("tuner", ["dcoc", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "surrogate"])
+def test_dcoc_codesign_decides_and_spends_the_budget(tuner):
+    s = _session(budget=60, tuner=tuner)
+    d = cd.make_driver(s, BOARD, tuner, 0, config=_small())
+    assert isinstance(d, cd.DCOCCoDesign)
+    _asks_only(d, s)
+    s.run(d)
+    assert s.trials == 60 and math.isfinite(s.best_latency)
+    assert len(s.hw) >= 2, "co-design explored only the default hardware"
+    inc = s.hw[s.best_hw]
+    assert not SYS.violations(inc, BOARD)
+    if tuner == "dcoc-frozen":
+        assert d.agents.updates == 0
+    if tuner in ("dcoc-noagents", "surrogate"):
+        assert d.agents is None
+
+
+@pytest.mark.parametrize("tuner", ["random", "xgb", "ga"])
+def test_joint_baselines_propose_hardware_and_schedules_together(tuner):
+    s = _session(budget=80, tuner=tuner)
+    d = cd.make_driver(s, BOARD, tuner, 0)
+    assert isinstance(d, cd.JointCoDesign)
+    _asks_only(d, s)
+    s.run(d)
+    assert s.trials == 80 and math.isfinite(s.best_latency)
+    # about one hardware config per (layers + 1) trials, far more than a nested search
+    assert len(s.complete_hws()) >= 80 // (2 * (len(s.layers) + 1))
+    nested = _session(budget=80, tuner=tuner)
+    nested.run(cd.make_driver(nested, BOARD, tuner, 0, baseline="nested"))
+    assert len(s.complete_hws()) > len(nested.complete_hws())
+    # every joint tuner was told model latencies (>= the best, never a single layer's time)
+    for t in d.tuners:
+        assert all(c >= s.best_latency * (1 - 1e-9) for _, c, _ in t.history if math.isfinite(c))
+
+
+def test_sweep_opens_every_core_shape_first():
+    s = _session(budget=200, tuner="sweep")
+    d = cd.make_driver(s, BOARD, "sweep", 0)
+    assert isinstance(d, cd.SweepCoDesign)
+    s.run(d)
+    shapes = {(h.rows, h.cols) for h in SYS.feasible_hw(BOARD)}
+    opened = {(s.hw[n].rows, s.hw[n].cols) for n in s.complete_hws()}
+    assert opened == shapes
+    assert s.trials == 200
+
+
+def test_unknown_baseline_mode_is_an_error():
+    with pytest.raises(DcocError, match="baseline"):
+        cd.make_driver(_session(), BOARD, "xgb", 0, baseline="outer")
+
+
+# ------------------------------------------------------------------ software only
+def _tiny_hw():
+    # 64 columns but a 1 KiB accumulator SRAM: no schedule of an M >= 8 layer fits
+    return SystolicConfig(8, 64, 14, 14, 10, BOARD.freq_mhz, BOARD.bus_bytes)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("tuner", ["random", "ga", "dcoc", "sweep"])
+def test_software_only_ends_when_a_layer_has_no_valid_schedule(tuner):
+    """Regression: a layer with no valid schedule kept an infinite priority and the
+    software-only loop spun forever once its tuner was exhausted."""
+    s = _session(budget=100, tuner=tuner)
+    hw = _tiny_hw()
+    s.measure(cd.default_jobs(s, hw))
+    d = cd.make_driver(s, BOARD, tuner, 0, hardware=hw)
+    s.run(d)
+    missing = [s.layers[i].name for i in d.missing()]
+    assert "conv_a" in missing and "conv_b" in missing
+    assert "fc" not in missing
+
+
+def test_software_only_spends_the_budget_on_the_worst_layers():
+    s = _session(budget=50, tuner="random")
+    hw = SYS.default_hw(BOARD)
+    s.measure(cd.default_jobs(s, hw))
+    d = cd.make_driver(s, BOARD, "random", 0, hardware=hw)
+    s.run(d)
+    assert s.trials == 50 and set(s.complete_hws()) == {hw.name}
+    assert all(sp >= min(d.warmup, 8) for sp in d.spent)
