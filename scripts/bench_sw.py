@@ -42,7 +42,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 #: every tuner compared (those not registered in this build are skipped with a note)
 ALL_TUNERS = ["random", "grid", "ga", "xgb", "rl", "chameleon", "sweep", "surrogate",
-              "dcoc", "dcoc-frozen", "dcoc-noagents", "dcoc-topk"]
+              "dcoc", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "dcoc:explore_frac=0"]
 TUNERS = ALL_TUNERS
 #: the reference of every paired test
 REFERENCE = "dcoc"
@@ -52,14 +52,16 @@ TUNING_SET = LAYERS
 #: evaluation set: conv layers of other zoo models (``tvm_plugin.frontend.model_tasks``,
 #: VTA layers of vgg16 and mobilenetv2 at 224x224), never used to choose anything
 EVALUATION_SET = {
-    "vgg16.56": "conv:56,56,128,256,3,1,1",
-    "vgg16.28": "conv:28,28,256,512,3,1,1",
-    "vgg16.14": "conv:14,14,512,512,3,1,1",
     "mbv2.28": "conv:28,28,32,192,1,1,0",
-    "mbv2.14a": "conv:14,14,64,384,1,1,0",
     "mbv2.14b": "conv:14,14,384,64,1,1,0",
     "mbv2.7": "conv:7,7,160,960,1,1,0",
+    "vgg16.14": "conv:14,14,512,512,3,1,1",
+    "vgg16.56": "conv:56,56,128,256,3,1,1",
+    "vgg16.28": "conv:28,28,256,512,3,1,1",
+    "mbv2.14a": "conv:14,14,64,384,1,1,0",
 }
+#: the evaluation layers of the quick suite (``make bench``): the four smallest spaces
+QUICK_EVALUATION = ["mbv2.28", "mbv2.14b", "mbv2.7", "vgg16.14"]
 SETS = {"tuning": TUNING_SET, "evaluation": list(EVALUATION_SET)}
 
 
@@ -81,6 +83,38 @@ def parse_spec(spec: str) -> tuple[str, dict]:
         except ValueError:
             kw[k] = v
     return name, kw
+
+
+#: DCOC-family spec keys that live in a nested config (``dcoc:explore_frac=0``)
+_NESTED = {"explore_frac": "confidence", "kappa": "confidence", "threshold": "confidence",
+           "lr": "mappo", "epochs": "mappo", "hw_explore_every": "codesign", "open_margin": "codesign",
+           "new_shape_bonus": "codesign"}
+
+
+def tuner_kwargs(name: str, kw: dict) -> dict:
+    """Constructor kwargs for a spec: DCOC-family settings go into a :class:`dcoc.core.DCOCConfig`
+    (``dcoc:explore_frac=0`` = no exploration quota; ``dcoc:hw_explore_every=1000000000``
+    = no co-design hardware exploration quota)."""
+    from dcoc.tuners import DCOC_FAMILY
+
+    kw = dict(kw)
+    rest = {k: v for k, v in kw.items() if k != "agents"}
+    if name not in DCOC_FAMILY or not rest:
+        return kw
+    from dcoc.core import DCOCConfig
+
+    cfg = DCOCConfig()
+    for k, v in rest.items():
+        if k in _NESTED:
+            setattr(getattr(cfg, _NESTED[k]), k, v)
+        elif hasattr(cfg, k):
+            setattr(cfg, k, v)
+        else:
+            raise SystemExit(f"unknown DCOC setting '{k}'")
+    out = {"config": cfg}
+    if "agents" in kw:
+        out["agents"] = kw["agents"]
+    return out
 
 
 def layer_workload(layer: str):
@@ -114,7 +148,7 @@ def _run_one(args):
     name, kw = parse_spec(tuner)
     if name.startswith("dcoc") and agents:
         kw.setdefault("agents", agents)
-    t = create(name, task, seed=seed, **kw)
+    t = create(name, task, seed=seed, **tuner_kwargs(name, kw))
     m = TableMeasurer(table, n_parallel=8)
     budget = min(budget, len(valid))
     t0 = time.perf_counter()
