@@ -42,6 +42,11 @@ def _records(records):
 
 
 def _measurer(measurer, n_workers, target="vta"):
+    if isinstance(measurer, str):  # a name of dcoc.search.measure.REGISTRY, with its defaults
+        from dcoc.search.measure import create_measurer
+
+        kw = {"target": target, "n_workers": n_workers} if measurer.strip().lower() == "simulator" else {}
+        return create_measurer(measurer, **kw), True
     if measurer is not None:
         return measurer, False
     from dcoc.targets import get
@@ -150,7 +155,8 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
     work_dir: records (``records.jsonl``) and results go here; default
         :func:`default_work_dir` (the same command resumes the same run).
     resume: reuse the records in ``work_dir`` (nothing recorded is measured again).
-    hardware: VTA only: a fixed HWConfig (or preset/name): tune software only.
+    hardware: accelerator targets: a fixed hardware config (or preset/name, e.g. VTA ``pynq``,
+        systolic ``ws16x16_i15w15o15``): tune software only.
     input_shapes: ``{input name: shape}`` for models with dynamic input dimensions.
     progress: show a progress bar on stderr.
     """
@@ -214,10 +220,10 @@ def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_di
     tasks = model_tasks(model, tg.frontend_target, input_shapes)
     layers, cpu = tg.layers(tasks)
     if not layers:
-        raise DcocError(f"model {getattr(tasks, 'model', model)} has no layer {tg.name} can run "
+        raise DcocError(f"model {getattr(tasks, 'model', model)} has no layer {tg.label} can run "
                         f"(CPU operators: {', '.join(sorted({c[0] for c in cpu})) or 'none'})")
     if trials < len(layers):
-        raise DcocError(f"model {getattr(tasks, 'model', model)} has {len(layers)} {tg.name} layers and "
+        raise DcocError(f"model {getattr(tasks, 'model', model)} has {len(layers)} {tg.label} layers and "
                         f"every one needs a schedule: trials must be >= {len(layers)}, got {trials}")
     os.makedirs(work_dir, exist_ok=True)
     records = Records(os.path.join(work_dir, "records.jsonl"))

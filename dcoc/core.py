@@ -10,8 +10,9 @@ One round (docs/method.md):
 
 1. ``problem.refit()`` -- refit the XGBoost ensembles (built by :func:`ensemble`) on
    every measurement so far;
-2. the agents (:class:`dcoc.agents.MAPPO`) are built, or re-formed once for
-   ``agents="clustered"`` when enough measurements exist;
+2. the agents (:class:`dcoc.agents.MAPPO`) are built; for ``agents="clustered"`` they
+   are re-formed once on knob clusters of the measurements, when enough exist and a
+   bootstrap of the clustering agrees (else the fixed split stays);
 3. walkers start from ``problem.starts(W)`` and walk the space, rewarded by
    ``problem.score`` (normalized throughput, measured where known); the agents learn
    from the walks (PPO, CTDE);
@@ -78,6 +79,9 @@ class DCOCConfig:
     learn: bool = True            # False: the agents are never updated (dcoc-frozen)
     proposer: str = "agents"      # agents | surrogate (dcoc-noagents, surrogate)
     select: str = "confidence"    # confidence | topk (dcoc-topk, surrogate)
+    cluster_bootstrap: int = 5    # agents="clustered": partitions compared on bootstrap resamples
+    cluster_agreement: float = 0.8  # ... and adopted only if this share of them agree (else the
+                                    # fixed split stays and clustering is retried on twice the data)
     exhaustive_limit: int = 50_000  # proposer=surrogate: score every point of spaces up to this size
     sa_steps: int = 60            # proposer=surrogate, larger spaces: annealing steps per chain
     mappo: MAPPOConfig = field(default_factory=MAPPOConfig)
@@ -174,6 +178,9 @@ class DCOCCore:
         self.groups = None
         self.agent_names = None
         self._clustered = False
+        self._cluster_tries = 0
+        self._stable_cache = None
+        self.cluster_checks: list[dict] = []   # agents="clustered": each stability check
         self.rounds = 0
         self.log: list[dict] = []
 
@@ -186,19 +193,50 @@ class DCOCCore:
             return
         mode = self.cfg.agents
         want_cluster = (mode == "clustered" and not self._clustered
-                        and self.p.n_measured() >= self.p.cluster_after)
+                        and self.p.n_measured() >= self._cluster_at)
         if self.agents is not None and not want_cluster:
             return
-        if want_cluster:
-            pts, y = self.p.cluster_data()
-            self.groups, self.agent_names = make_groups(self.p.agent_space, "clustered", pts, y)
+        if want_cluster and self._stable_clusters() is not None:
+            self.groups, self.agent_names = self._stable_clusters()
             self._clustered = True
+        elif self.agents is not None:
+            return  # unstable: keep the agents, retry on twice the data
         else:
             self.groups, self.agent_names = make_groups(
                 self.p.agent_space, "dcoc" if mode == "clustered" else mode)
         self.agents = MAPPO(self.groups, len(self.p.agent_space.knobs), self.p.context_dim,
                             self.cfg.mappo, seed=self.agent_seed(len(self.groups)),
                             names=self.agent_names)
+
+    @property
+    def _cluster_at(self) -> int:
+        return max(1, self.p.cluster_after) * (2 ** self._cluster_tries)
+
+    def _stable_clusters(self):
+        """The knob clusters of the measurements, if a bootstrap agrees on them; else None.
+
+        Clustering on a few dozen points gives a different partition on almost every
+        resample (scripts/cluster_stability.py); such a partition is noise, not structure.
+        """
+        from dcoc.agents import make_groups
+
+        if getattr(self, "_stable_cache", None) is not None and self._stable_cache[0] == self.p.n_measured():
+            return self._stable_cache[1]
+        pts, y = self.p.cluster_data()
+        full = make_groups(self.p.agent_space, "clustered", pts, y)
+        rng = np.random.default_rng(len(pts))
+        agree = 0
+        for _ in range(self.cfg.cluster_bootstrap):
+            idx = rng.integers(0, len(pts), size=len(pts))
+            g, _ = make_groups(self.p.agent_space, "clustered", pts[idx], y[idx])
+            agree += [list(x) for x in g] == [list(x) for x in full[0]]
+        ok = agree >= self.cfg.cluster_agreement * self.cfg.cluster_bootstrap
+        if not ok:
+            self._cluster_tries += 1
+        self._stable_cache = (self.p.n_measured(), full if ok else None)
+        self.cluster_checks.append({"measured": int(len(pts)), "agreement": agree / max(self.cfg.cluster_bootstrap, 1),
+                                    "adopted": bool(ok)})
+        return full if ok else None
 
     # ------------------------------------------------------------------ selection
     def pick(self, mu, sd, n: int) -> np.ndarray:

@@ -20,8 +20,6 @@ from dcoc.seeding import child_seed
 def default_jobs(session, hw) -> list[tuple]:
     """Jobs measuring every layer's default schedule on ``hw`` (a fitting random schedule
     where the target's heuristic does not fit; nothing for a layer with no valid schedule)."""
-    from dcoc.search.space import Space  # noqa: F401 - documents the knobs type
-
     jobs = []
     for li, layer in enumerate(session.layers):
         sp = session.task(li, hw).space

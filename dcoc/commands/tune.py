@@ -79,7 +79,9 @@ def run(args) -> int:
 
     shapes = parse_input_shapes(args.input_shape)
     kw = {}
-    if args.target.strip().lower() != "vta":
+    from dcoc.targets import is_accelerator
+
+    if not is_accelerator(args.target.strip()):
         kw["runner"] = args.runner
     res = dcoc.tune(args.model, target=_target_arg(args.target), board=args.board, trials=args.trials,
                     tuner=args.tuner, agents=args.agents, seed=args.seed, work_dir=args.work_dir,

@@ -7,7 +7,9 @@ from dcoc.search.measure import (
     Measurer,
     ReplayMeasurer,
     VTASimMeasurer,
+    create_measurer,
     measure_option,
+    measurer_names,
 )
 from dcoc.search.records import Records
 from dcoc.search.space import Knob, Space, product
@@ -15,5 +17,5 @@ from dcoc.search.task import TuningTask
 
 __all__ = [
     "FunctionMeasurer", "Knob", "MeasureErrorNo", "MeasureInput", "MeasureResult", "Measurer",
-    "Records", "ReplayMeasurer", "Space", "TuningTask", "VTASimMeasurer", "measure_option", "product",
+    "Records", "ReplayMeasurer", "Space", "TuningTask", "VTASimMeasurer", "create_measurer", "measure_option", "measurer_names", "product",
 ]

@@ -376,3 +376,49 @@ class MemoMeasurer(Measurer):
 def measure_option(measurer: Measurer | None = None, **kwargs) -> dict:
     """AutoTVM-style measure option: ``{"measurer": measurer}`` (default: VTASimMeasurer)."""
     return {"measurer": measurer if measurer is not None else VTASimMeasurer(**kwargs)}
+
+
+# ------------------------------------------------------------------------ registry
+def _simulator(target: str = "vta", n_workers: int | None = None, **kw) -> Measurer:
+    """The target's own measurer (VTA: the simulator process pool; systolic: its analytic model)."""
+    from dcoc.targets import get
+
+    return get(target).measurer(n_workers=n_workers, **kw)
+
+
+def _table(table: dict | None = None, workload=None, hw=None, n_parallel: int = 1, **kw) -> Measurer:
+    """A :class:`TableMeasurer` over ``table``, or over the exhaustive VTA table of
+    ``workload`` on ``hw`` (:func:`dcoc.benchmarks.exhaustive`)."""
+    if table is None:
+        from dcoc.benchmarks import exhaustive
+
+        table = exhaustive(workload, hw, **kw)
+    return TableMeasurer(table, n_parallel=n_parallel)
+
+
+#: measurer name -> "module:factory" (imported lazily; tvm loads only for "rpc")
+REGISTRY = {
+    "simulator": "dcoc.search.measure:_simulator",
+    "table": "dcoc.search.measure:_table",
+    "function": "dcoc.search.measure:FunctionMeasurer",
+    "memo": "dcoc.search.measure:MemoMeasurer",
+    "rpc": "tvm_plugin.rpc:RPCSimMeasurer",
+}
+
+
+def measurer_names() -> list[str]:
+    return list(REGISTRY)
+
+
+def create_measurer(name: str, **kwargs) -> Measurer:
+    """A measurer by registry name, e.g. ``create_measurer("simulator", target="vta", n_workers=2)``,
+    ``create_measurer("rpc", tracker="127.0.0.1:9190")``, ``create_measurer("table", table=...)``."""
+    import importlib
+
+    from dcoc.errors import DcocError
+
+    spec = REGISTRY.get(str(name).strip().lower())
+    if spec is None:
+        raise DcocError(f"unknown measurer '{name}'; choose one of {', '.join(REGISTRY)}")
+    mod, attr = spec.split(":")
+    return getattr(importlib.import_module(mod), attr)(**kwargs)

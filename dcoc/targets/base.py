@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dcoc.errors import ConfigError, DcocError
+from dcoc.errors import ConfigError
 
 
 @dataclass
@@ -38,10 +38,10 @@ class Layer:
     target: str = "vta"
 
     def __post_init__(self):
-        if self.epilogue is None and self.target == "vta":
-            from dcoc.vta.model import MODEL_EPILOGUE
+        if self.epilogue is None:
+            from dcoc.targets import get
 
-            self.epilogue = MODEL_EPILOGUE
+            self.epilogue = get(self.target).model_epilogue()
 
     @property
     def key(self) -> str:
@@ -65,6 +65,8 @@ class Target:
     """
 
     name = "base"
+    #: how messages name the accelerator ("model X has no layer VTA can run")
+    label = "the accelerator"
     description = ""
     #: board name -> board object (with ``name`` and ``default_hw()``)
     boards: dict = {}
@@ -158,6 +160,10 @@ class Target:
         """A single-workload layer (``tune_task``)."""
         raise NotImplementedError
 
+    def model_epilogue(self):
+        """The ``Layer.epilogue`` of a model layer when none is given (None: no such notion)."""
+        return None
+
     def workload_key(self, layer: Layer) -> str:
         raise NotImplementedError
 
@@ -231,7 +237,3 @@ class Target:
         """A knob value of ``src_hw`` in the units of ``hw`` (tiles counted in core blocks)."""
         return value
 
-
-def require(cond: bool, msg: str) -> None:
-    if not cond:
-        raise DcocError(msg)

@@ -257,6 +257,7 @@ def measure_systolic(task, config):
 # ------------------------------------------------------------------ the target
 class SystolicTarget(Target):
     name = "systolic"
+    label = "the systolic array"
     description = "weight-stationary systolic array (rows x cols int8 PEs, three SRAMs), analytic model"
     default_board = "arty-a7"
     boards = BOARDS

@@ -15,6 +15,7 @@ DENSE_SLOT = {"tile_b": 0, "tile_ci": 2, "tile_co": 3, "oc_nthread": 4}
 
 class VTATarget(Target):
     name = "vta"
+    label = "VTA"
     description = "VTA-style accelerator (GEMM core + SRAM buffers) on the cycle-level simulator"
     default_board = "pynq"
     core_knobs = ("batch", "block_in", "block_out")
@@ -123,6 +124,12 @@ class VTATarget(Target):
         wl = self.workload(workload)
         return Layer(name or wl.name, wl, 1, "conv2d" if isinstance(wl, Conv2DWorkload) else "dense",
                      epilogue="default")
+
+    def model_epilogue(self):
+        """Model layers fuse the bias add into the ALU epilogue (:data:`dcoc.vta.model.MODEL_EPILOGUE`)."""
+        from dcoc.vta.model import MODEL_EPILOGUE
+
+        return MODEL_EPILOGUE
 
     def workload_key(self, layer):
         from dcoc.search.vta_task import workload_key

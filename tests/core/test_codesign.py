@@ -80,10 +80,6 @@ def _small():
 
 
 # ------------------------------------------------------------------ drivers
-class NoMeasure:
-    """A session view that fails the test if a driver measures while deciding."""
-
-
 def _asks_only(driver, session, rounds=3):
     """Drive by hand: ask must not measure (the session's trial count is unchanged)."""
     for _ in range(rounds):
@@ -92,7 +88,8 @@ def _asks_only(driver, session, rounds=3):
         assert session.trials == before, "ask() measured"
         if not jobs:
             break
-        driver.tell(jobs[: len(session.measure(jobs))], session.measure(jobs))
+        res = session.measure(jobs)
+        driver.tell(jobs[: len(res)], res)
 
 
 @pytest.mark.parametrize("tuner", ["dcoc", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "surrogate"])

@@ -163,3 +163,35 @@ def test_dcoc_tuner_config_is_not_mutated():
     cfg = DCOCConfig()
     create("dcoc", _task(), seed=0, agents="single", config=cfg)
     assert cfg.agents == "dcoc"
+
+
+class Noise(Bowl):
+    """Four knobs and throughput that is pure noise: no knob structure to find."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.agent_space = Space([Knob(f"tile_{c}", tuple(range(8)), "tile") for c in "abc"]
+                                 + [Knob("thread_d", tuple(range(8)), "thread")])
+        rng = np.random.default_rng(1)
+        self.measured = {tuple(int(x) for x in rng.integers(0, 8, 4)): float(rng.random()) for _ in range(n)}
+
+    def starts(self, W):
+        rng = np.random.default_rng(len(self.measured))
+        return np.array([8] * 4), rng.integers(0, 8, (W, 4)), np.zeros(2, np.float32)
+
+    def valid(self, p, w):
+        return True
+
+    def candidates(self, points, walkers, n):
+        return [tuple(int(x) for x in p) for p in points][:n]
+
+
+def test_clustering_on_noise_is_not_adopted_and_retried_on_more_data():
+    p = Noise(12)
+    core = _core(p, agents="clustered")
+    core.propose(2)
+    assert core.cluster_checks and not core.cluster_checks[0]["adopted"]
+    assert not core._clustered and core._cluster_at == 2 * p.cluster_after
+    groups = core.groups
+    core.propose(2)                    # not enough new data: no new check
+    assert len(core.cluster_checks) == 1 and core.groups == groups

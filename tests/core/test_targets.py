@@ -1,0 +1,140 @@
+"""The hardware-target interface and its two implementations (vta, systolic)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dcoc.targets as targets
+from dcoc.errors import ConfigError, DcocError, TargetError
+from dcoc.targets.systolic import GemmWorkload, SystolicConfig, fit_reason, simulate
+
+LAYERS = {
+    "vta": lambda t: [t.layer("C5"), t.layer("dense:1,512,1000")],
+    "systolic": lambda t: [t.layer("C5"), t.layer("gemm:1,512,1000")],
+}
+
+
+def test_registry():
+    assert targets.available() == ["vta", "systolic"]
+    assert targets.get("VTA") is targets.get("vta")
+    with pytest.raises(TargetError, match="unknown accelerator target 'tpu'"):
+        targets.get("tpu")
+    assert targets.is_accelerator("systolic") and not targets.is_accelerator("llvm")
+
+
+@pytest.mark.parametrize("name", ["vta", "systolic"])
+def test_every_board_has_a_feasible_space_and_a_fitting_default(name):
+    t = targets.get(name)
+    assert t.default_board in t.boards and len(t.boards) >= 2
+    for b in t.boards:
+        feas = t.feasible_hw(b)
+        assert len(feas) > 10
+        assert all(not t.violations(hw, b) for hw in feas[:20])
+        d = t.default_hw(b)
+        assert not t.violations(d, b)
+        t.check_fits(d, b)
+    with pytest.raises(DcocError):
+        t.board("no-such-board")
+
+
+@pytest.mark.parametrize("name", ["vta", "systolic"])
+def test_default_schedule_transfer_and_ideal_bound(name):
+    t = targets.get(name)
+    bd = t.board(t.default_board)
+    hws = t.feasible_hw(bd)
+    rng = np.random.default_rng(0)
+    picks = [t.default_hw(bd)] + [hws[i] for i in rng.choice(len(hws), 3, replace=False)]
+    m = t.measurer(n_workers=0)
+    for layer in LAYERS[name](t):
+        for hw in picks:
+            task = t.task(layer, hw)
+            k = t.default_schedule(layer, hw, task.space)
+            if k is None:
+                continue
+            assert task.space.is_valid(k) and task.defaults() == [k]
+            r = m.measure(task, [k])[0]
+            assert r.valid
+            assert t.ideal_seconds(layer, hw) <= r.cost * (1 + 1e-9)   # a real lower bound
+            moved = t.transfer(layer, hw, k, picks[0], t.sw_space(layer, picks[0]))
+            assert moved is not None
+            assert set(moved) == {kn.name for kn in t.sw_space(layer, picks[0]).knobs}
+
+
+def test_parse_hw_names_round_trip():
+    t = targets.get("systolic")
+    hw = SystolicConfig(32, 16, 16, 15, 17, 250.0, 16)
+    assert t.parse_hw(hw.name) == hw
+    assert t.parse_hw("ws32x16_i16w15o17", "kv260") == hw
+    with pytest.raises(ConfigError):
+        t.parse_hw("1x16x16_i8w8a32_15_15_18_17")
+    with pytest.raises(ConfigError, match="power of two"):
+        SystolicConfig(rows=12)
+    with pytest.raises(ConfigError, match="does not fit board arty-a7"):
+        t.check_fits(SystolicConfig(64, 64, 17, 17, 17, 150.0, 8), "arty-a7")
+
+
+# ------------------------------------------------------------------ the systolic model
+WL = GemmWorkload("c", 784, 1152, 128)
+
+
+def _sched(**kw):
+    k = {"tile_m": 64, "tile_k": 4, "tile_n": 2, "order": 1, "double_buffer": 1}
+    k.update(kw)
+    return k
+
+
+def test_systolic_double_buffering_overlaps_transfers():
+    hw = SystolicConfig(16, 16, 16, 16, 16)
+    with_db, _ = simulate(WL, hw, _sched(double_buffer=1))
+    without, _ = simulate(WL, hw, _sched(double_buffer=0))
+    assert with_db < without
+
+
+def test_systolic_more_bandwidth_is_never_slower_and_more_pes_help_compute_bound():
+    for k in (_sched(), _sched(order=0, tile_m=16), _sched(tile_n=1, tile_k=1, double_buffer=0)):
+        slow, _ = simulate(WL, SystolicConfig(16, 16, 16, 16, 16, 150.0, 4), k)
+        fast, _ = simulate(WL, SystolicConfig(16, 16, 16, 16, 16, 150.0, 64), k)
+        assert fast <= slow
+    small, _ = simulate(WL, SystolicConfig(8, 8, 16, 16, 16, 150.0, 64), _sched(tile_k=8, tile_n=4))
+    big, _ = simulate(WL, SystolicConfig(16, 16, 16, 16, 16, 150.0, 64), _sched(tile_k=4, tile_n=2))
+    assert big < small
+
+
+def test_systolic_fit_and_spills():
+    hw = SystolicConfig(16, 16, 14, 14, 14)
+    assert "input tile" in fit_reason(WL, hw, _sched(tile_m=1024, tile_k=8))
+    assert "accumulator tile" in fit_reason(WL, hw, _sched(tile_m=256, tile_n=8, tile_k=1))
+    secs, info = simulate(WL, hw, _sched(tile_m=1024, tile_k=8))
+    assert secs is None and "SRAM" in info["reason"]
+    # weight reuse keeps partial sums of all rows on chip only if they fit: else they spill
+    big_acc = SystolicConfig(16, 16, 16, 16, 20)
+    a, ia = simulate(WL, hw, _sched(order=0, tile_m=32, tile_k=1, tile_n=1))
+    b, ib = simulate(WL, big_acc, _sched(order=0, tile_m=32, tile_k=1, tile_n=1))
+    assert ia["dram_bytes"] > ib["dram_bytes"] and a > b
+
+
+def test_systolic_resources_grow_with_the_array():
+    small = SystolicConfig(8, 8).resources(dsp_budget=240)
+    big = SystolicConfig(32, 32).resources(dsp_budget=240)
+    assert big["dsp"] == 240 and small["dsp"] == 64
+    assert big["lut"] > small["lut"] and big["bram36"] >= small["bram36"]
+
+
+def test_measurer_registry():
+    from dcoc.search import create_measurer, measurer_names
+    from dcoc.search.measure import FunctionMeasurer, TableMeasurer, VTASimMeasurer
+
+    assert {"simulator", "table", "rpc", "function", "memo"} <= set(measurer_names())
+    assert isinstance(create_measurer("simulator", target="vta", n_workers=0), VTASimMeasurer)
+    sysm = create_measurer("simulator", target="systolic")
+    assert isinstance(sysm, FunctionMeasurer) and not isinstance(sysm, VTASimMeasurer)
+    t = targets.get("systolic")
+    layer = t.layer("gemm:64,256,64")
+    hw = t.default_hw("arty-a7")
+    task = t.task(layer, hw)
+    k = t.default_schedule(layer, hw)
+    secs = sysm.measure(task, [k])[0].cost
+    table = create_measurer("table", table={task.space.key(k): secs})
+    assert isinstance(table, TableMeasurer) and table.measure(task, [k])[0].cost == secs
+    with pytest.raises(DcocError, match="unknown measurer"):
+        create_measurer("oscilloscope")
