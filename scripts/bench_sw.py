@@ -342,7 +342,7 @@ def render(res: dict) -> str:
         rows.append(row)
     out.append("Trials to reach 99% of the exhaustive optimum (median over seeds; '-' = not within budget)")
     out.append(render_table(["layer", "valid/space"] + tuners, rows, right=set(range(1, len(tuners) + 2))))
-    for qk, label in (("q100", "after 100 trials"), ("q300", "after 300 trials")):
+    for qk, label in (("q100", "after 100 trials"), ("q300", "after 300 trials (or the whole budget if smaller)")):
         rows = [[l] + [f"{s[(l, t)][qk]:.3f}" for t in tuners] for l in layers]
         out.append("")
         out.append(f"Best found {label} as a fraction of the optimum's throughput (median)")

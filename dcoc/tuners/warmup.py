@@ -8,10 +8,10 @@ method.  Every model-based tuner (xgb, rl, chameleon, DCOC and its ablations) th
 draws its first ``n`` proposals from :func:`initial_points`, which depends only on the
 task's space, the task's ``workload_key`` and the run seed -- not on the tuner.
 
-``WARMUP_SIZE`` (8) is the warm-up every model-based tuner uses by default.  It was
-DCOC's ``n_init`` before the split of docs/method.md §9; it is kept for all tuners
-because, on the tuning set (ResNet-18 C2..C11), the plan size of the baselines was
-then chosen with it (``scripts.bench_sw --tuning``), never on the evaluation set.
+``WARMUP_SIZE`` (8) is the warm-up every model-based tuner uses by default: DCOC's
+``n_init``, kept for all tuners; xgb's plan size was then chosen with it on the tuning
+set (ResNet-18 C2..C11, ``python -m scripts.bench_sw --set tuning``; docs/method.md §9),
+never on the evaluation set.
 """
 from __future__ import annotations
 
