@@ -35,8 +35,7 @@ SUITES = {
                            "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "dcoc:explore_frac=0"]),
         # two boards x 5 seeds = 10 pairs per paired test (5 pairs cannot reach p < 0.05)
         "codesign": dict(models=["resnet18"], boards=["pynq", "ultra96"],
-                         tuners=["dcoc", "dcoc-frozen", "dcoc-noagents", "dcoc-topk",
-                                 "dcoc:hw_explore_every=1000000000", "surrogate", "sweep", "xgb"],
+                         tuners=["dcoc", "dcoc-frozen", "dcoc:hw_explore_every=1000000000", "sweep", "xgb"],
                          seeds=[0, 1, 2, 3, 4], trials=100),
         "metaschedule": dict(budgets=[64], seeds=[0], population=128),
     },

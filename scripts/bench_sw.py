@@ -60,8 +60,8 @@ EVALUATION_SET = {
     "vgg16.28": "conv:28,28,256,512,3,1,1",
     "mbv2.14a": "conv:14,14,64,384,1,1,0",
 }
-#: the evaluation layers of the quick suite (``make bench``): the four smallest spaces
-QUICK_EVALUATION = ["mbv2.28", "mbv2.14b", "mbv2.7", "vgg16.14"]
+#: the evaluation layers of the quick suite (``make bench``): three of the smallest spaces
+QUICK_EVALUATION = ["mbv2.7", "vgg16.14", "mbv2.14b"]
 SETS = {"tuning": TUNING_SET, "evaluation": list(EVALUATION_SET)}
 
 
