@@ -180,8 +180,9 @@ def section_sw(cfg: dict, img: str) -> tuple[str, dict]:
           "layers; `bench_sw.EVALUATION_SET`): no hyperparameter of any tuner was chosen on them.  Every "
           "hyperparameter (DCOC's, xgb's plan size 8, the clustering threshold) was chosen on the "
           "**tuning set**, ResNet-18 C2..C11 ([method.md §9](method.md#9-tuning-set-and-evaluation-set)).  "
-          "All model-based tuners (xgb, rl, chameleon, DCOC and its ablations) start from the same 8 random "
-          "configs per (layer, seed) (`dcoc/tuners/warmup.py`); rl and chameleon walk 128 x 500 per plan "
+          "xgb, rl and chameleon start from the same 8 random configs per (layer, seed) "
+          "(`dcoc/tuners/warmup.py`); DCOC and its ablations also start with 8 random configs (their own "
+          "draw unless `DCOCTuner` uses the shared one); rl and chameleon walk 128 x 500 per plan "
           "as CHAMELEON does.", "",
           "**All runs, paired against DCOC** (median [IQR] over every (layer, seed) run; two-sided "
           "Wilcoxon signed-rank test over the same (layer, seed) pairs; a difference is called better/worse "
