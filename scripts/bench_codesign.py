@@ -12,6 +12,17 @@ baselines).  Reported per (model, board, tuner), median over seeds:
 * the hardware chosen (most frequent over seeds) and its resources;
 * wall seconds per run (simulation included; a memo answers repeated configs).
 
+Statistics (:mod:`dcoc.stats`): per tuner, the median [IQR] over every (model, board,
+seed) run of the latency relative to the reference (tuned preset / latency), and a paired
+two-sided Wilcoxon signed-rank test against ``dcoc`` over the same (model, board, seed)
+triples; "better"/"worse" only at p < 0.05.  With 5 seeds a single (model, board) pair
+gives 5 pairs, too few for p < 0.05 (the smallest two-sided p is 0.0625): the quick suite
+pools two boards.
+
+Baselines propose (hardware, schedules) jointly (:class:`dcoc.codesign.JointCoDesign`);
+``sweep`` and ``surrogate`` are the non-learning references; ``dcoc-frozen``,
+``dcoc-noagents`` and ``dcoc-topk`` the ablations (:func:`dcoc.codesign.make_driver`).
+
 The explored hardware configs (measured model latency vs BRAM/DSP/LUT) are kept for the
 Pareto plot of ``scripts.bench``.
 
@@ -28,7 +39,9 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-TUNERS = ["dcoc", "random", "ga", "xgb", "rl", "chameleon"]
+TUNERS = ["dcoc", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "dcoc:hw_explore_every=1000000000",
+          "surrogate", "sweep", "random", "ga", "xgb", "rl", "chameleon"]
+REFERENCE = "dcoc"
 
 _LAYER_CACHE: dict = {}
 
@@ -72,10 +85,11 @@ def _run(args):
     m = MemoMeasurer(VTASimMeasurer(n_workers=0))
     s = cd.Session(layers, m, trials, tuner, seed)
     t0 = time.perf_counter()
-    if tuner == "dcoc":
-        cd.DCOCCoDesign(s, bd, seed, agents=agents or "dcoc").run()
-    else:
-        cd.NestedCoDesign(s, bd, tuner, seed).run()
+    from scripts.bench_sw import parse_spec, tuner_kwargs
+
+    name, kw = parse_spec(tuner)
+    kw = tuner_kwargs(name, kw)
+    cd.make_driver(s, bd, name, seed, agents=kw.pop("agents", agents or "dcoc"), **kw).run()
     wall = time.perf_counter() - t0
     hw = s.hw[s.best_hw]
     explored = []
@@ -87,12 +101,14 @@ def _run(args):
             "latency_ms": s.best_latency * 1e3, "hw": hw.name,
             "resources": hw.resources(dsp_budget=bd.dsp), "wall": wall,
             "history": [(t, lat * 1e3) for t, lat in s.history if lat != float("inf")],
-            "explored": explored, "agents": agents if tuner == "dcoc" else None}
+            "explored": explored, "agents": agents if tuner.startswith("dcoc") else None}
 
 
 def run(models=("resnet18",), boards=("pynq",), tuners=None, seeds=(0,), trials=500, jobs=None,
         agents=None, quiet=False) -> dict:
-    tuners = list(tuners or TUNERS)
+    from dcoc.tuners import REGISTRY
+
+    tuners = [t for t in (tuners or TUNERS) if t.partition(":")[0] in REGISTRY]
     refs = {}
     for mdl in models:
         for b in boards:
@@ -108,8 +124,54 @@ def run(models=("resnet18",), boards=("pynq",), tuners=None, seeds=(0,), trials=
                 print(f"[{i + 1}/{len(work)}] {r['model']} {r['board']} {r['tuner']} s{r['seed']}: "
                       f"{r['latency_ms']:.3f} ms ({ref['tuned_ms'] / r['latency_ms']:.3f}x tuned preset) "
                       f"on {r['hw']} in {r['wall']:.0f} s", file=sys.stderr)
-    return {"runs": runs, "refs": {f"{k[0]}|{k[1]}": v for k, v in refs.items()}, "trials": trials,
-            "seeds": list(seeds), "wall": time.perf_counter() - t0}
+    res = {"runs": runs, "refs": {f"{k[0]}|{k[1]}": v for k, v in refs.items()}, "trials": trials,
+           "seeds": list(seeds), "tuners": tuners, "wall": time.perf_counter() - t0}
+    res["compare"] = compare(res)
+    return res
+
+
+def compare(res: dict, reference: str = REFERENCE) -> list[dict]:
+    """Per tuner over every (model, board, seed): median [IQR] of tuned-preset / latency
+    (higher = faster designs) and a paired Wilcoxon test against ``reference``."""
+    from dcoc.stats import median_iqr, paired_test
+
+    by: dict = {}
+    for r in res["runs"]:
+        ref = res["refs"][f"{r['model']}|{r['board']}"]
+        by.setdefault(r["tuner"], {})[(r["model"], r["board"], r["seed"])] = ref["tuned_ms"] / r["latency_ms"]
+    base = by.get(reference, {})
+    out = []
+    for tuner, v in by.items():
+        keys = sorted(v)
+        row = {"tuner": tuner, "runs": len(keys), "speedup": median_iqr([v[k] for k in keys])}
+        pairs = [k for k in keys if k in base]
+        if tuner != reference and pairs:
+            pt = paired_test([base[k] for k in pairs], [v[k] for k in pairs], lower_is_better=False)
+            row["test"] = {"n": pt.n, "better": pt.better, "worse": pt.worse, "median_diff": pt.median_diff,
+                           "p": pt.p, "sign": pt.sign()}
+        out.append(row)
+    return out
+
+
+def render_compare(rows: list[dict], reference: str = REFERENCE, md: bool = False) -> str:
+    from dcoc.stats import fmt_p
+
+    def verdict(t):
+        if not t:
+            return "(reference)"
+        return {1: "better than " + reference, -1: "worse than " + reference, 0: "n.s."}[t["sign"]] + \
+            f" (p={fmt_p(t['p'])}; {t['better']}+/{t['worse']}-)"
+
+    headers = ["tuner", "runs", "speed-up vs tuned preset, median [IQR]", f"paired test vs {reference}"]
+    body = [[r["tuner"], r["runs"], "{:.4f} [{:.4f}-{:.4f}]".format(*r["speedup"]), verdict(r.get("test"))]
+            for r in rows]
+    if md:
+        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        out += ["| " + " | ".join(str(c) for c in b) + " |" for b in body]
+        return "\n".join(out)
+    from dcoc.commands._common import render_table
+
+    return render_table(headers, body, right={1})
 
 
 def summarize(res: dict) -> list[dict]:
@@ -134,7 +196,9 @@ def render(res: dict) -> str:
     from dcoc.commands._common import render_table
 
     rows = summarize(res)
-    out = [render_table(
+    out = ["Every (model, board, seed) run: median [IQR] and paired Wilcoxon vs " + REFERENCE,
+           render_compare(res.get("compare") or compare(res)), ""]
+    out += [render_table(
         ["model", "board", "tuner", "latency ms", "vs tuned preset", "vs default", "hardware", "BRAM", "DSP",
          "wall s"],
         [[r["model"], r["board"], r["tuner"], f"{r['latency_ms']:.3f}", f"{r['vs_tuned_preset']:.3f}x",
@@ -153,7 +217,7 @@ def main(argv=None):
     ap.add_argument("--models", nargs="*", default=["resnet18", "mobilenetv2"])
     ap.add_argument("--boards", nargs="*", default=["pynq", "ultra96"])
     ap.add_argument("--tuners", nargs="*", default=TUNERS)
-    ap.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
+    ap.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2, 3, 4])
     ap.add_argument("--trials", type=int, default=2000)
     ap.add_argument("--agents", default=None)
     ap.add_argument("--jobs", type=int, default=None)

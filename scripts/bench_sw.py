@@ -1,4 +1,9 @@
-"""Software-only tuner comparison on ResNet-18's VTA conv layers (pynq preset).
+"""Software-only tuner comparison on VTA conv layers (pynq preset).
+
+Two disjoint layer sets (docs/method.md §9): the **tuning set** (ResNet-18 C2..C11: every
+hyperparameter of every tuner, DCOC's included, was chosen or checked on it) and the
+**evaluation set** (conv layers of VGG-16 and MobileNetV2, never used to choose
+anything: ``--set evaluation``, the default).  Claims are made on the evaluation set.
 
 For each layer, the whole schedule space is simulated once (cached, see
 :func:`dcoc.search.vta_task.exhaustive`) to know the exhaustive optimum; every tuner and
@@ -14,7 +19,15 @@ comparison cheap and exactly fair.  Reported per layer and tuner (median over se
 Also the "30x" comparison: trials DCOC needs to reach the quality RL reaches with its
 full budget, versus the trials RL needed for it.
 
-    python -m scripts.bench_sw --layers C2 C5 --seeds 0 1 2 3 4 --budget 1000
+Statistics (:mod:`dcoc.stats`): per tuner, median and IQR over every (layer, seed) run,
+and a paired two-sided Wilcoxon signed-rank test against ``dcoc`` over the same (layer,
+seed) pairs, for trials-to-99% (a run that never reached it counts as budget + 1) and for
+the quality after 50 and 100 trials; "better"/"worse" only at p < 0.05.
+
+A tuner can be given keyword arguments: ``xgb:plan_size=8`` (label = the whole spec).
+
+    python -m scripts.bench_sw --set evaluation --seeds 0 1 2 3 4 --budget 300
+    python -m scripts.bench_sw --layers C2 C5 --tuners dcoc dcoc-frozen --seeds 0 1 2
 """
 from __future__ import annotations
 
@@ -27,16 +40,95 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-TUNERS = ["random", "grid", "ga", "xgb", "rl", "chameleon", "dcoc"]
+#: every tuner compared (those not registered in this build are skipped with a note)
+ALL_TUNERS = ["random", "grid", "ga", "xgb", "rl", "chameleon", "sweep", "surrogate",
+              "dcoc", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "dcoc:explore_frac=0"]
+TUNERS = ALL_TUNERS
+#: the reference of every paired test
+REFERENCE = "dcoc"
+#: tuning set: ResNet-18's VTA conv layers (every hyperparameter was chosen on these)
 LAYERS = ["C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11"]
+TUNING_SET = LAYERS
+#: evaluation set: conv layers of other zoo models (``tvm_plugin.frontend.model_tasks``,
+#: VTA layers of vgg16 and mobilenetv2 at 224x224), never used to choose anything
+EVALUATION_SET = {
+    "mbv2.28": "conv:28,28,32,192,1,1,0",
+    "mbv2.14b": "conv:14,14,384,64,1,1,0",
+    "mbv2.7": "conv:7,7,160,960,1,1,0",
+    "vgg16.14": "conv:14,14,512,512,3,1,1",
+    "vgg16.56": "conv:56,56,128,256,3,1,1",
+    "vgg16.28": "conv:28,28,256,512,3,1,1",
+    "mbv2.14a": "conv:14,14,64,384,1,1,0",
+}
+#: the evaluation layers of the quick suite (``make bench``): three of the smallest spaces
+QUICK_EVALUATION = ["mbv2.7", "vgg16.14", "mbv2.14b"]
+SETS = {"tuning": TUNING_SET, "evaluation": list(EVALUATION_SET)}
+
+
+def available(tuners) -> list[str]:
+    """The tuner specs whose tuner is registered in this build."""
+    from dcoc.tuners import REGISTRY
+
+    return [t for t in tuners if parse_spec(t)[0] in REGISTRY]
+
+
+def parse_spec(spec: str) -> tuple[str, dict]:
+    """``"xgb:plan_size=8,eps=0.1"`` -> ``("xgb", {"plan_size": 8, "eps": 0.1})``."""
+    name, _, args = spec.partition(":")
+    kw = {}
+    for item in filter(None, args.split(",")):
+        k, _, v = item.partition("=")
+        try:
+            kw[k] = json.loads(v)
+        except ValueError:
+            kw[k] = v
+    return name, kw
+
+
+#: DCOC-family spec keys that live in a nested config (``dcoc:explore_frac=0``)
+_NESTED = {"explore_frac": "confidence", "kappa": "confidence", "threshold": "confidence",
+           "lr": "mappo", "epochs": "mappo", "hw_explore_every": "codesign", "open_margin": "codesign",
+           "new_shape_bonus": "codesign"}
+
+
+def tuner_kwargs(name: str, kw: dict) -> dict:
+    """Constructor kwargs for a spec: DCOC-family settings go into a :class:`dcoc.core.DCOCConfig`
+    (``dcoc:explore_frac=0`` = no exploration quota; ``dcoc:hw_explore_every=1000000000``
+    = no co-design hardware exploration quota)."""
+    from dcoc.tuners import DCOC_FAMILY
+
+    kw = dict(kw)
+    rest = {k: v for k, v in kw.items() if k != "agents"}
+    if name not in DCOC_FAMILY or not rest:
+        return kw
+    from dcoc.core import DCOCConfig
+
+    cfg = DCOCConfig()
+    for k, v in rest.items():
+        if k in _NESTED:
+            setattr(getattr(cfg, _NESTED[k]), k, v)
+        elif hasattr(cfg, k):
+            setattr(cfg, k, v)
+        else:
+            raise SystemExit(f"unknown DCOC setting '{k}'")
+    out = {"config": cfg}
+    if "agents" in kw:
+        out["agents"] = kw["agents"]
+    return out
+
+
+def layer_workload(layer: str):
+    from dcoc.search.vta_task import parse_workload
+
+    return parse_workload(EVALUATION_SET.get(layer, layer))
 
 
 def _table(layer: str, hw_name: str):
-    from dcoc.search.vta_task import exhaustive, resnet18_layer
+    from dcoc.search.vta_task import exhaustive
     from dcoc.vta import HWConfig
 
     hw = HWConfig.parse(hw_name)
-    wl = resnet18_layer(layer)
+    wl = layer_workload(layer)
     return wl, hw, exhaustive(wl, hw)
 
 
@@ -53,8 +145,10 @@ def _run_one(args):
     valid = [v for v in table.values() if v is not None]
     opt = min(valid)
     task = vta_task(wl, hw)
-    kw = {"agents": agents} if tuner == "dcoc" and agents else {}
-    t = create(tuner, task, seed=seed, **kw)
+    name, kw = parse_spec(tuner)
+    if name.startswith("dcoc") and agents:
+        kw.setdefault("agents", agents)
+    t = create(name, task, seed=seed, **tuner_kwargs(name, kw))
     m = TableMeasurer(table, n_parallel=8)
     budget = min(budget, len(valid))
     t0 = time.perf_counter()
@@ -115,6 +209,73 @@ def summarize(runs: list[dict]) -> dict:
     return out
 
 
+def _t99(r) -> float:
+    """Trials to 99% of the optimum; ``budget + 1`` if never reached (for paired tests)."""
+    n = trials_to(r["curve"], r["opt"] / 0.99)
+    return float(n) if n is not None else float(r["budget"] + 1)
+
+
+def _q(r, n: int) -> float:
+    c = r["curve"]
+    return r["opt"] / c[min(n, len(c)) - 1] if c else 0.0
+
+
+def compare(runs: list[dict], reference: str = REFERENCE) -> list[dict]:
+    """Per tuner, over every (layer, seed) run: median [IQR] of trials-to-99% and of the
+    quality after 50/100 trials, and paired Wilcoxon tests against ``reference``."""
+    from dcoc.stats import median_iqr, paired_test
+
+    by: dict = {}
+    for r in runs:
+        by.setdefault(r["tuner"], {})[(r["layer"], r["seed"])] = r
+    ref = by.get(reference, {})
+    out = []
+    for tuner, rs in by.items():
+        keys = sorted(rs)
+        row = {"tuner": tuner, "runs": len(keys),
+               "reached": sum(trials_to(rs[k]["curve"], rs[k]["opt"] / 0.99) is not None for k in keys)}
+        for metric, fn, lower in (("t99", _t99, True), ("q50", lambda r: _q(r, 50), False),
+                                  ("q100", lambda r: _q(r, 100), False)):
+            vals = [fn(rs[k]) for k in keys]
+            row[metric] = median_iqr(vals)
+            pairs = [k for k in keys if k in ref]
+            if tuner != reference and pairs:
+                pt = paired_test([fn(ref[k]) for k in pairs], [fn(rs[k]) for k in pairs], lower)
+                row[f"{metric}_test"] = {"n": pt.n, "better": pt.better, "worse": pt.worse,
+                                         "median_diff": pt.median_diff, "p": pt.p, "sign": pt.sign()}
+        out.append(row)
+    return out
+
+
+def render_compare(rows: list[dict], budget: int, reference: str = REFERENCE, md: bool = False) -> str:
+    """The comparison table (markdown if ``md``)."""
+    from dcoc.stats import fmt_p
+
+    def mi(v, d):
+        med, lo, hi = v
+        f = (lambda x: f"{x:.{d}f}")
+        return f"{f(med)} [{f(lo)}-{f(hi)}]"
+
+    def verdict(t):
+        if not t:
+            return "(reference)"
+        return {1: "better than " + reference, -1: "worse than " + reference, 0: "n.s."}[t["sign"]] + \
+            f" (p={fmt_p(t['p'])}; {t['better']}+/{t['worse']}-)"
+
+    headers = ["tuner", "runs", "reached 99%", f"trials to 99% (>{budget} = not reached)", "vs dcoc",
+               "q@50", "vs dcoc", "q@100", "vs dcoc"]
+    body = [[r["tuner"], r["runs"], r["reached"], mi(r["t99"], 0), verdict(r.get("t99_test")),
+             mi(r["q50"], 3), verdict(r.get("q50_test")), mi(r["q100"], 3), verdict(r.get("q100_test"))]
+            for r in rows]
+    if md:
+        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        out += ["| " + " | ".join(str(c) for c in b) + " |" for b in body]
+        return "\n".join(out)
+    from dcoc.commands._common import render_table
+
+    return render_table(headers, body, right={1, 2})
+
+
 def thirty_x(runs: list[dict]) -> list[dict]:
     """DCOC vs RL: trials to reach RL's full-budget quality."""
     rows = []
@@ -135,8 +296,12 @@ def thirty_x(runs: list[dict]) -> list[dict]:
 
 def run(layers=None, tuners=None, seeds=(0, 1, 2, 3, 4), budget: int = 1000, hw: str = "pynq",
         jobs: int | None = None, agents: str | None = None, quiet: bool = False) -> dict:
-    layers = layers or LAYERS
-    tuners = tuners or TUNERS
+    layers = layers or SETS["evaluation"]
+    wanted = list(tuners or TUNERS)
+    tuners = available(wanted)
+    if not quiet and len(tuners) < len(wanted):
+        print(f"not registered in this build, skipped: {', '.join(t for t in wanted if t not in tuners)}",
+              file=sys.stderr)
     # exhaustive tables first (cached), in parallel over layers
     jobs = jobs or os.cpu_count() or 1
     with ProcessPoolExecutor(jobs) as ex:
@@ -153,6 +318,7 @@ def run(layers=None, tuners=None, seeds=(0, 1, 2, 3, 4), budget: int = 1000, hw:
                       f"({r['wall']:.1f} s)", file=sys.stderr)
     sims = {l: sim_seconds(l, hw) for l in layers}
     return {"runs": runs, "summary": summarize(runs), "thirty_x": thirty_x(runs),
+            "compare": compare(runs), "tuners": tuners, "layers": list(layers),
             "wall": time.perf_counter() - t0, "hw": hw, "budget": budget, "seeds": list(seeds),
             "sim_seconds": sims}
 
@@ -161,9 +327,10 @@ def render(res: dict) -> str:
     from dcoc.commands._common import render_table
 
     s = res["summary"]
-    layers = sorted({k[0] for k in s}, key=lambda x: int(x[1:]) if x[1:].isdigit() else 0)
-    tuners = [t for t in TUNERS if any(k[1] == t for k in s)]
-    out = []
+    layers = res.get("layers") or sorted({k[0] for k in s})
+    tuners = res.get("tuners") or [t for t in TUNERS if any(k[1] == t for k in s)]
+    out = [f"All layers, every (layer, seed) run: median [IQR] and paired Wilcoxon vs {REFERENCE}",
+           render_compare(res["compare"], res["budget"]), ""]
     rows = []
     for l in layers:
         first = s[(l, tuners[0])]
@@ -175,7 +342,7 @@ def render(res: dict) -> str:
         rows.append(row)
     out.append("Trials to reach 99% of the exhaustive optimum (median over seeds; '-' = not within budget)")
     out.append(render_table(["layer", "valid/space"] + tuners, rows, right=set(range(1, len(tuners) + 2))))
-    for qk, label in (("q100", "after 100 trials"), ("q300", "after 300 trials")):
+    for qk, label in (("q100", "after 100 trials"), ("q300", "after 300 trials (or the whole budget if smaller)")):
         rows = [[l] + [f"{s[(l, t)][qk]:.3f}" for t in tuners] for l in layers]
         out.append("")
         out.append(f"Best found {label} as a fraction of the optimum's throughput (median)")
@@ -195,7 +362,10 @@ def render(res: dict) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--layers", nargs="*", default=None, help=f"default: {' '.join(LAYERS)}")
+    ap.add_argument("--set", choices=list(SETS), default="evaluation",
+                    help="layer set (tuning: ResNet-18 C2..C11; evaluation: vgg16/mobilenetv2 layers)")
+    ap.add_argument("--layers", nargs="*", default=None, help="explicit layers (overrides --set): C2..C11, "
+                    f"{' '.join(EVALUATION_SET)} or conv:H,W,CI,CO,K,S,P")
     ap.add_argument("--tuners", nargs="*", default=None, help=f"default: {' '.join(TUNERS)}")
     ap.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2, 3, 4])
     ap.add_argument("--budget", type=int, default=1000, help="trials per run (capped at the valid space)")
@@ -204,7 +374,7 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--json", default=None, help="write raw results here")
     a = ap.parse_args(argv)
-    res = run(a.layers, a.tuners, a.seeds, a.budget, a.hw, a.jobs, a.agents)
+    res = run(a.layers or SETS[a.set], a.tuners, a.seeds, a.budget, a.hw, a.jobs, a.agents)
     print(render(res))
     if a.json:
         with open(a.json, "w") as f:

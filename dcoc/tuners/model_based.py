@@ -43,6 +43,7 @@ from dcoc.costmodel import XGBCostModel
 from dcoc.errors import DcocError
 from dcoc.search.measure import MeasureInput, MeasureResult
 from dcoc.tuners.base import Tuner
+from dcoc.tuners.warmup import WARMUP_SIZE, initial_points
 
 #: spaces up to this many points cache model predictions per index (float64: 16 MiB)
 CACHE_LIMIT = 1 << 21
@@ -293,6 +294,10 @@ class ModelBasedTuner(Tuner):
     cost_model: an object with ``fit(X, y)`` and ``predict(X)`` (e.g. :class:`XGBCostModel`).
     optimizer: a :class:`ModelOptimizer`.
     plan_size: refit the model every ``plan_size`` measurements (AutoTVM: 64).
+    n_init: the warm-up: the first ``n_init`` proposals are the shared initial sample of
+        :func:`dcoc.tuners.warmup.initial_points` (the same for every model-based tuner
+        with this seed and task) and the model is first fitted after them.  ``None``:
+        AutoTVM's own warm-up (``plan_size`` uniformly random trials).
     diversity_filter_ratio: None, or r >= 1: diversity-aware selection of the plan from the
         model's top ``r * plan_size`` points.
     eps: fraction of each plan (``int(eps * plan_size)`` trials) proposed at random.
@@ -302,7 +307,7 @@ class ModelBasedTuner(Tuner):
 
     def __init__(self, task, cost_model=None, optimizer: ModelOptimizer | None = None,
                  plan_size: int = 64, diversity_filter_ratio: float | None = None,
-                 eps: float = 0.05, seed: int = 0, **kwargs):
+                 eps: float = 0.05, seed: int = 0, n_init: int | None = WARMUP_SIZE, **kwargs):
         super().__init__(task, seed=seed, **kwargs)
         if diversity_filter_ratio is not None and diversity_filter_ratio < 1:
             raise ValueError("diversity_filter_ratio must be >= 1")
@@ -324,7 +329,9 @@ class ModelBasedTuner(Tuner):
         self.ys: list[float] = []
         self.y_max = 0.0
         self.train_ct = 0
-        self.next_update = self.plan_size
+        self.n_init = None if n_init is None else max(1, int(n_init))
+        self.next_update = self.plan_size if self.n_init is None else self.n_init
+        self._warmup: list[int] | None = None  # indices of the shared initial sample, not yet proposed
 
     # ------------------------------------------------------------ feasibility
     def feasible(self, index: int) -> bool:
@@ -360,10 +367,29 @@ class ModelBasedTuner(Tuner):
         return None
 
     # ----------------------------------------------------------------- propose
+    def _next_warmup(self) -> int | None:
+        """The next index of the shared initial sample still to propose, or None."""
+        if self._warmup is None:
+            pts = initial_points(self.space, self.seed, self.n_init or 0, self.task.workload_key)
+            self._warmup = [int(i) for i in self.codec.index(pts)] if pts else []
+        while self._warmup:
+            i = self._warmup.pop(0)
+            if i not in self.proposed and self.feasible(i):
+                return i
+        return None
+
     def next_batch(self, batch_size):
         out = []
         n_eps = int(self.eps * self.plan_size)
         while len(out) < batch_size:
+            if self.n_init and self.train_ct == 0 and len(self.plan) == 0:
+                i = self._next_warmup()
+                if i is not None:
+                    cfg = self.space.get(i)
+                    self.proposed.add(i)
+                    if not self.is_visited(cfg):
+                        out.append(cfg)
+                    continue
             while self.plan_pt < len(self.plan):
                 i = int(self.plan[self.plan_pt])
                 if i not in self.proposed and self.feasible(i):

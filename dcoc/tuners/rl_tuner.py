@@ -35,15 +35,16 @@ TensorFlow call per step):
   walks from all their transitions (``update_epochs * n_walks`` minibatches, so the number
   of gradient steps per walk is the official one); the probability ratios use the
   log-probabilities stored at rollout time (standard PPO) instead of a copy of the policy
-  taken at learning time;
-* defaults ``n_starts=64`` and ``max_steps=100`` instead of 128 x 500 (see
-  :class:`PPOConfig`; ``PPOConfig.paper()`` restores them).  Measured on the 2-core
-  reference machine (490-point and 92,160-point synthetic spaces): one plan (walks + PPO
-  updates) costs ~0.4-0.6 s with the defaults and ~0.9-2 s with the paper's values, i.e.
-  ~6-10 ms vs ~15-30 ms of tuner overhead per trial at plan size 64.  The PPO updates
-  (3 Adam steps per walk, ~2 ms each) dominate, so the cost scales with ``n_starts``;
-  walks rarely reach 100 steps (mean length 5-40): the 75% stop rule ends most of them.
-  ``n_starts`` is capped by the space size.
+  taken at learning time.
+
+The walk budget is the paper's: ``n_starts=128`` walks of up to ``max_steps=500`` steps per
+plan (``PPOConfig()``; ``n_starts`` is capped by the space size).  Walks rarely reach 500
+steps: the 75% stop rule ends most of them.  ``PPOConfig.fast()`` is the reduced budget
+(64 x 100) earlier versions used by default; the benchmarks do not use it.
+
+Warm-up: the shared initial sample of :mod:`dcoc.tuners.warmup` (the same ``n_init`` = 8
+random configs DCOC and XGB measure first), then the model acts (``n_init=None``:
+CHAMELEON's own ``plan_size`` random trials).
 
 Every hyperparameter lives once in :class:`PPOConfig`.  One seed: torch weights come from a
 local ``torch.Generator`` seeded with ``child_seed(seed, ...)``, action sampling and
@@ -69,8 +70,8 @@ class PPOConfig:
     """Every hyperparameter of the RL exploration, declared once."""
 
     # --- walks (adaptive exploration)
-    n_starts: int = 64          # walks (random start points) per plan; paper: 128
-    max_steps: int = 100        # steps per walk at most; paper: 500
+    n_starts: int = 128         # walks (random start points) per plan (paper: 128)
+    max_steps: int = 500        # steps per walk at most (paper: 500)
     n_envs: int = 16            # walks rolled out together; the agent learns after each group
     stop_fraction: float = 0.75  # a walk ends when this fraction of knobs is saturated/unchanged
     # --- network
@@ -91,8 +92,13 @@ class PPOConfig:
 
     @classmethod
     def paper(cls, **overrides) -> "PPOConfig":
-        """The official code's walk budget: 128 starts x up to 500 steps per plan."""
+        """The official code's walk budget: 128 starts x up to 500 steps per plan (the default)."""
         return replace(cls(n_starts=128, max_steps=500), **overrides)
+
+    @classmethod
+    def fast(cls, **overrides) -> "PPOConfig":
+        """A reduced walk budget (64 starts x up to 100 steps): for tests and smoke runs only."""
+        return replace(cls(n_starts=64, max_steps=100), **overrides)
 
 
 # ============================================================================= agent

@@ -41,38 +41,67 @@ def test_correlation_clustering_recovers_interacting_pairs():
     groups = cluster_knobs(pts, y)
     assert sorted(map(sorted, groups)) == [[0, 1], [2, 3]]
     s = Space([Knob(f"k{i}", tuple(range(8))) for i in range(4)])
-    g, names = make_groups(s, "clustered", pts, y)
+    g, names = make_groups(s, "clustered", pts, y, min_points=0)
     assert names == ["k0+k1", "k2+k3"]
-    # no structure -> the fixed split
-    y_flat = rng.random(n)
-    g2, _ = make_groups(s, "clustered", pts, y_flat)
-    assert isinstance(g2, list)
+    # no structure: the throughput ignores the knobs -> no positive silhouette -> the fixed split
+    y_flat = np.ones(n)
+    assert cluster_knobs(pts, y_flat) is None
+    assert make_groups(s, "clustered", pts, y_flat, min_points=0) == fixed_groups(s, "dcoc")
 
 
-def test_mappo_learns_to_climb_a_fixed_reward():
-    """Agents trained on a fixed surrogate end their walks at higher reward than untrained ones."""
+def test_clustering_waits_for_enough_data():
+    """Below MIN_POINTS valid measurements ``clustered`` is the fixed split (partitions of
+    few random points are noise: docs/data/cluster_stability_tuning.txt)."""
+    from dcoc.agents.clustering import MIN_POINTS
+
+    rng = np.random.default_rng(1)
+    n = 400
+    pts = rng.integers(0, 8, size=(n, 4))
+    y = np.exp(-np.abs(pts[:, 0] - pts[:, 1]) - np.abs(pts[:, 2] + pts[:, 3] - 7))
+    s = Space([Knob(f"k{i}", tuple(range(8))) for i in range(4)])
+    assert MIN_POINTS > n
+    assert make_groups(s, "clustered", pts, y) == fixed_groups(s, "dcoc")
+    assert make_groups(s, "clustered", pts, y, min_points=n)[1] == ["k0+k1", "k2+k3"]
+    # failed measurements (y = 0) do not count towards the threshold
+    y0 = y.copy()
+    y0[:10] = 0
+    assert make_groups(s, "clustered", pts, y0, min_points=n) == fixed_groups(s, "dcoc")
+
+
+def _climb(cfg: MAPPOConfig, seed: int, updates: int) -> float:
+    """Greedy end-of-walk reward after ``updates`` PPO updates minus before (fixed surrogate)."""
     dims = np.array([16, 16, 4])
     target = np.array([12, 3, 2])
 
     def score(points, walkers=None):
         return np.exp(-0.15 * np.abs(points - target).sum(axis=1))
 
-    cfg = MAPPOConfig(n_walkers=32, walk_length=10, lr=3e-3)
-    agents = MAPPO([[0, 1], [2]], 3, 0, cfg, seed=0)
-    rng = np.random.default_rng(0)
-    starts = rng.integers(0, dims, size=(32, 3))
+    agents = MAPPO([[0, 1], [2]], 3, 0, cfg, seed=seed)
+    rng = np.random.default_rng(seed)
+    starts = rng.integers(0, dims, size=(cfg.n_walkers, 3))
 
     def final_reward():
         r = agents.rollout(dims, starts, np.zeros(0, np.float32), score, lambda p, w: True, greedy=True)
         return r.mean_reward
 
     before = final_reward()
-    for _ in range(40):
-        agents.rollout(dims, rng.integers(0, dims, size=(32, 3)), np.zeros(0, np.float32), score,
+    for _ in range(updates):
+        agents.rollout(dims, rng.integers(0, dims, size=(cfg.n_walkers, 3)), np.zeros(0, np.float32), score,
                        lambda p, w: True)
         agents.update()
-    after = final_reward()
-    assert after > before + 0.1, (before, after)
+    return final_reward() - before
+
+
+def test_mappo_learns_at_the_shipped_settings():
+    """With the shipped hyperparameters (MAPPOConfig(): lr 3e-4, 32 walkers x 12 steps) and
+    30 updates -- fewer than a 300-trial tuning run makes -- the greedy walks end at a
+    clearly higher reward.  Measured gains per seed 0.14, 0.24, 0.07; a frozen learner
+    (lr 0) gains exactly nothing, so this test fails when the learner is frozen."""
+    gains = [_climb(MAPPOConfig(), seed, 30) for seed in range(3)]
+    assert float(np.mean(gains)) > 0.08, gains
+    assert min(gains) > 0.02, gains
+    frozen = _climb(MAPPOConfig(lr=0.0), 0, 5)
+    assert frozen == 0.0
 
 
 def test_mappo_never_steps_into_invalid_configs():
@@ -94,6 +123,6 @@ def test_clustering_attaches_constant_knobs_to_their_fixed_agent():
     s = Space([Knob("k0", tuple(range(8)), "tile"), Knob("k1", tuple(range(8)), "tile"),
                Knob("k2", tuple(range(8)), "thread"), Knob("k3", tuple(range(8)), "thread"),
                Knob("k4", tuple(range(8)), "thread")])
-    groups, names = make_groups(s, "clustered", pts, y)
+    groups, names = make_groups(s, "clustered", pts, y, min_points=0)
     assert sorted(map(sorted, groups)) == [[0, 1], [2, 3, 4]]
     assert sorted(i for g in groups for i in g) == [0, 1, 2, 3, 4]
