@@ -230,7 +230,10 @@ class DCOCCore:
             idx = rng.integers(0, len(pts), size=len(pts))
             g, _ = make_groups(self.p.agent_space, "clustered", pts[idx], y[idx])
             agree += [list(x) for x in g] == [list(x) for x in full[0]]
-        ok = agree >= self.cfg.cluster_agreement * self.cfg.cluster_bootstrap
+        # adopt only a partition that differs from the fixed split (below the clustering
+        # gate, dcoc.agents.clustering.MIN_POINTS, make_groups returns the fixed split)
+        ok = (agree >= self.cfg.cluster_agreement * self.cfg.cluster_bootstrap
+              and [list(x) for x in full[0]] != [list(x) for x in make_groups(self.p.agent_space, "dcoc")[0]])
         if not ok:
             self._cluster_tries += 1
         self._stable_cache = (self.p.n_measured(), full if ok else None)

@@ -212,7 +212,7 @@ class DCOCTuner(Tuner):
                 if n_meas() + len(out) < self.cfg.n_init:
                     k = self.cfg.n_init - n_meas() - len(out)
                     taken = {self.space.point(c) for c in out}
-                    self.plan = self.problem.random_valid(k, exclude=taken)
+                    self.plan = self._warmup_points(k, taken)
                 else:
                     self.plan = self.core.propose(max(self.cfg.plan_size, batch_size - len(out)))
                 if not self.plan:
@@ -221,6 +221,26 @@ class DCOCTuner(Tuner):
             cfg = self.space.config(p)
             if self.proposable(cfg) and cfg not in out:
                 out.append(cfg)
+        return out
+
+    def _warmup_points(self, k: int, taken: set) -> list[tuple]:
+        """The shared initial sample (:func:`dcoc.tuners.warmup.initial_points`: the same
+        draw as xgb/rl/chameleon for the same seed and task), then random valid points."""
+        from dcoc.tuners.warmup import initial_points
+
+        if getattr(self, "_warmup", None) is None:
+            self._warmup = initial_points(self.space, self.seed, self.cfg.n_init,
+                                          self.task.workload_key,
+                                          valid=lambda p: self.problem.is_valid(tuple(p)))
+        out = []
+        for p in self._warmup:
+            if len(out) >= k:
+                break
+            if p in taken or p in out or self.is_visited(self.space.config(p)):
+                continue
+            out.append(p)
+        if len(out) < k:
+            out += self.problem.random_valid(k - len(out), exclude=taken | set(out))
         return out
 
     def update(self, inputs, results):

@@ -84,3 +84,16 @@ def test_baseline_runs_with_its_documented_settings(name):
         warm = min(c for c in (synthetic_cost(task, cfg)[0] for cfg in initial_configs(task, 1)) if c)
         assert t.best_cost <= warm
         assert t.train_ct >= (4 if name == "xgb" else 1)  # fitted after the warm-up, then every plan
+
+
+def test_dcoc_and_xgb_measure_the_same_shared_warmup():
+    """DCOC's first n_init configs are the shared draw of dcoc.tuners.warmup (as xgb's)."""
+    from dcoc.search.synthetic import synthetic_task
+    from dcoc.tuners import create
+
+    task = synthetic_task()
+    first = {}
+    for name in ("dcoc", "xgb"):
+        t = create(name, task, seed=3)
+        first[name] = [sorted(c.items()) for c in t.next_batch(8)]
+    assert len(first["dcoc"]) == 8 and first["dcoc"] == first["xgb"]

@@ -108,14 +108,20 @@ def test_surrogate_annealing_when_the_space_is_too_large():
     assert len(core.propose(4)) == 4
 
 
-def test_clustered_agents_are_reformed_once_enough_data_exists():
+def test_clustered_agents_keep_the_fixed_split_below_the_clustering_gate():
+    """Below dcoc.agents.clustering.MIN_POINTS a partition is noise (docs/method.md §2):
+    'clustered' keeps the fixed split, checks again on more data, and never adopts it."""
+    from dcoc.agents import make_groups
+
     p = Bowl()
     core = _core(p, agents="clustered")
     core.propose(2)
     assert not core._clustered
     p.measured = {(a, b): p.thr((a, b)) for a in range(1, 4) for b in range(1, 4)}
     core.propose(2)
-    assert core._clustered
+    assert not core._clustered
+    assert [list(g) for g in core.groups] == [list(g) for g in make_groups(p.agent_space, "dcoc")[0]]
+    assert core.cluster_checks and not any(c["adopted"] for c in core.cluster_checks)
 
 
 def test_bad_flags_are_one_line_errors():
