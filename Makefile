@@ -26,7 +26,7 @@ help:
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	TORCH_INDEX=$(TORCH_INDEX) $(PY) tools/install_torch.py
