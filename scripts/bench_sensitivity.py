@@ -127,7 +127,7 @@ def scenario_configs(board, lut: float, clock: float, cands, clock_other: float 
 def run(model="resnet18", boards=BOARD_NAMES, jobs=None, cache=True, log=print) -> dict:
     from dcoc.search.vta_task import cache_root, timing_model_tag
     from dcoc.vta import get_board
-    from dcoc.vta.model import MODEL_EPILOGUE
+    from dcoc.vta.report import MODEL_EPILOGUE
 
     cands = candidates()
     plan = {}

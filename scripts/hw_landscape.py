@@ -47,7 +47,7 @@ def _eval(args):
 
 def run(model="resnet18", board="pynq", jobs=None, cache=True) -> list[dict]:
     from dcoc.search.vta_task import cache_root, hw_space, timing_model_tag
-    from dcoc.vta.model import MODEL_EPILOGUE
+    from dcoc.vta.report import MODEL_EPILOGUE
 
     root = cache_root("landscape")
     path = os.path.join(root, f"{model}_{board}_{timing_model_tag(MODEL_EPILOGUE)}.json")

@@ -72,7 +72,7 @@ def _load_knobs(path: str | None) -> dict:
 
 
 def run(args) -> int:
-    from dcoc.vta.model import simulate_model
+    from dcoc.vta.report import simulate_model
 
     out = Output(args)
     board, hw = resolve_hw(args.board, args.hw)

@@ -216,7 +216,7 @@ def vta_task(wl, hw, name: str | None = None, epilogue="default") -> TuningTask:
     """A software-only tuning task: ``wl``'s schedule on the fixed hardware ``hw``.
 
     ``epilogue``: the fused ALU epilogue simulated with every schedule ("default" = shift
-    8 + clip; model layers use :data:`dcoc.vta.model.MODEL_EPILOGUE`, with the bias)."""
+    8 + clip; model layers use :data:`dcoc.vta.report.MODEL_EPILOGUE`, with the bias)."""
     space = sw_space(wl, hw, epilogue)
 
     def defaults():

@@ -129,8 +129,8 @@ class VTATarget(Target):
                      epilogue="default")
 
     def model_epilogue(self):
-        """Model layers fuse the bias add into the ALU epilogue (:data:`dcoc.vta.model.MODEL_EPILOGUE`)."""
-        from dcoc.vta.model import MODEL_EPILOGUE
+        """Model layers fuse the bias add into the ALU epilogue (:data:`dcoc.vta.report.MODEL_EPILOGUE`)."""
+        from dcoc.vta.report import MODEL_EPILOGUE
 
         return MODEL_EPILOGUE
 

@@ -31,7 +31,7 @@ __all__ = [
 
 def __getattr__(name):  # lazy: model-level helpers
     if name in ("simulate_model", "ModelReport"):
-        from dcoc.vta import model
+        from dcoc.vta import report as model
 
         return getattr(model, name)
     raise AttributeError(f"module 'dcoc.vta' has no attribute {name!r}")

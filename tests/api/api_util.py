@@ -45,7 +45,7 @@ def vta_layers(model: str):
 
 def sim_seconds(wl, hw, knobs) -> float:
     from dcoc.vta import simulate
-    from dcoc.vta.model import MODEL_EPILOGUE
+    from dcoc.vta.report import MODEL_EPILOGUE
 
     r = simulate(wl, hw, knobs, epilogue=MODEL_EPILOGUE)  # model layers carry the folded-BN bias
     assert r.valid, f"schedule {knobs} is invalid on {hw.name}: {r.reason}"

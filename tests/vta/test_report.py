@@ -9,7 +9,7 @@ import pytest
 from dcoc import cli
 from dcoc.tasks import Task, TaskList
 from dcoc.vta import HWConfig, default_knobs, simulate, simulate_model
-from dcoc.vta.model import MODEL_EPILOGUE
+from dcoc.vta.report import MODEL_EPILOGUE
 from dcoc.vta.workloads import Conv2DWorkload
 
 PYNQ = HWConfig.preset("pynq")
