@@ -61,12 +61,18 @@ def _slug(text: str) -> str:
 
 
 def default_work_dir(model, target: str, board: str | None, tuner: str, agents: str | None,
-                     seed: int, hardware: str | None = None) -> str:
-    """``dcoc_runs/<model>_<target>[_<board>][_hw-<hardware>]_<tuner>[_<agents>]_s<seed>``:
+                     seed: int, hardware: str | None = None,
+                     input_shapes: dict | None = None) -> str:
+    """``dcoc_runs/<model>[_in-<shapes>]_<target>[_<board>][_hw-<hardware>]_<tuner>[_<agents>]_s<seed>``:
     rerunning the same command finds the same directory and resumes; a software-only run on
-    fixed ``hardware`` (its name) gets its own directory, apart from co-design runs."""
+    fixed ``hardware`` (its name) and a run at other ``input_shapes`` get their own
+    directories."""
     name = os.path.splitext(os.path.basename(str(model)))[0] if not hasattr(model, "graph") else "model"
-    parts = [_slug(name), _slug(target)]
+    parts = [_slug(name)]
+    if input_shapes:
+        parts.append("in-" + "-".join(_slug("x".join(str(int(d)) for d in shape))
+                                      for _, shape in sorted(input_shapes.items())))
+    parts.append(_slug(target))
     if board:
         parts.append(board)
     if hardware:
@@ -191,7 +197,8 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
         if is_acc and hardware is not None:
             hw_name = _hw(hardware, str(board).strip().lower() if isinstance(board, str) else None, tname).name
         work_dir = default_work_dir(label, tname if is_acc else _target_label(target),
-                                    board if is_acc else None, tuner, agents, seed, hw_name)
+                                    board if is_acc else None, tuner, agents, seed, hw_name,
+                                    input_shapes)
     if not is_acc:
         from tvm_plugin.tune import tune_model
 
@@ -289,6 +296,8 @@ def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_di
         database_path=records.path, wall_seconds=time.perf_counter() - t0,
         extra={"hardware_explored": len(session.hw), "replayed_trials": session.replayed,
                "resources": tg.resources(hw, bd)},
+        input_shapes={k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
+        if input_shapes else None,
     )
     res.save(os.path.join(work_dir, "result.json"))
     return res

@@ -95,6 +95,9 @@ class TuneResult:
     extra: dict = field(default_factory=dict)
     #: VTA with ``pareto=True``: the throughput/area front (:mod:`dcoc.pareto`), else None
     pareto: list | None = None
+    #: ``{input name: shape}`` the model was tuned at when not its declared shapes (the
+    #: task names depend on it; ``dcoc.run`` / ``run`` use it), else None
+    input_shapes: dict | None = None
     _runner: Any = field(default=None, repr=False)
 
     @property
@@ -116,7 +119,7 @@ class TuneResult:
         if self._runner is None and self.target == "vta" and self.model:
             from dcoc.runner import vta_runner
 
-            self._runner = vta_runner(self)
+            self._runner = vta_runner(self, input_shapes=self.input_shapes)
         if self._runner is None:
             raise RuntimeError("this result holds no compiled model")
         return self._runner(inputs)
@@ -145,6 +148,8 @@ class TuneResult:
             "wall_seconds": round(self.wall_seconds, 2),
             **({"extra": self.extra} if self.extra else {}),
             **({"pareto": self.pareto} if self.pareto is not None else {}),
+            **({"input_shapes": {k: [int(d) for d in v] for k, v in self.input_shapes.items()}}
+               if self.input_shapes else {}),
         }
 
     def save(self, path: str) -> str:

@@ -142,6 +142,28 @@ def load_schedules(source) -> tuple[dict, Any]:
     return {str(k): dict(v) for k, v in data.items()}, hw
 
 
+def result_input_shapes(source) -> dict | None:
+    """The ``input_shapes`` a TuneResult / ``dcoc tune`` JSON was tuned at, else None."""
+    import json
+
+    if hasattr(source, "schedules") and hasattr(source, "hardware"):
+        shapes = getattr(source, "input_shapes", None)
+    elif isinstance(source, dict):
+        shapes = source.get("input_shapes")
+    elif isinstance(source, (str, os.PathLike)):
+        try:
+            with open(os.fspath(source), encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            return None  # load_schedules reports it
+        shapes = data.get("input_shapes") if isinstance(data, dict) else None
+    else:
+        return None
+    if not isinstance(shapes, dict) or not shapes:
+        return None
+    return {str(k): tuple(int(d) for d in v) for k, v in shapes.items()}
+
+
 def _resolve_hw(hardware, board):
     from dcoc.vta import HWConfig
 
@@ -470,6 +492,8 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
         if schedules is None:
             schedules = hardware
         hardware = hardware.hardware
+    if input_shapes is None:  # tuned at another input size: the task names depend on it
+        input_shapes = result_input_shapes(schedules)
     t_all = time.perf_counter()
     if inputs is not None:  # a missing/corrupt file fails before the model is loaded
         inputs = load_inputs(inputs)
@@ -556,6 +580,8 @@ def vta_runner(result, calibration=None, input_shapes: dict | None = None):
     """A callable ``inputs -> [outputs]`` for a VTA :class:`~dcoc.result.TuneResult`:
     the quantized model with the result's schedules on its hardware (simulator backend);
     what ``TuneResult.run`` uses."""
+    if input_shapes is None:
+        input_shapes = getattr(result, "input_shapes", None)
     s = Session(result.model, result.hardware, result, calibration=calibration,
                 board=result.board or "pynq", input_shapes=input_shapes)
 
