@@ -26,13 +26,26 @@ Baselines propose (hardware, schedules) jointly (:class:`dcoc.codesign.JointCoDe
 The explored hardware configs (measured model latency vs BRAM/DSP/LUT) are kept for the
 Pareto plot of ``scripts.bench``.
 
+Small budgets (issue 13): ``--budgets 100 200 500 1000`` runs every tuner once with the
+largest budget and reads each run's best design at every budget off its tuning curve.  The
+reference is then the **best-known design** (:func:`best_known`): per-layer exhaustive
+schedules on the top ``--best-known-top`` (20) hardware configs of the landscape
+(:mod:`scripts.hw_landscape`: every feasible config under default schedules) and on every
+config any run found best, computed offline and cached.  Reported per budget: the fraction
+of the best-known throughput each tuner reaches (best-known latency / its latency; 0 when
+no complete design yet), median [IQR] over (model, board, seed) and a paired Wilcoxon test
+against ``dcoc``, per (model, board) the median over seeds, and the targets of issue 13.
+
     python -m scripts.bench_codesign --models resnet18 --boards pynq --trials 500 --seeds 0
+    python -m scripts.bench_codesign --budgets 100 200 500 1000 --models resnet18 mobilenetv2 \
+        --boards pynq ultra96 zcu104 --tuners dcoc sweep surrogate xgb ga rl random
 """
 from __future__ import annotations
 
 import argparse
 import collections
 import json
+import math
 import os
 import statistics
 import sys
@@ -71,6 +84,196 @@ def reference(model: str, board: str) -> dict:
     return {"hw": hw.name, "tuned_ms": opt * 1e3, "default_ms": _baseline_latency(layers, hw) * 1e3}
 
 
+def _hw_fields(hw) -> dict:
+    from dcoc.result import _hw_dict
+
+    return {k: v for k, v in _hw_dict(hw).items() if k != "name"}
+
+
+# ------------------------------------------------------------------ best-known design
+def _hw_optimum(args):
+    """Latency (ms) of ``model`` on one hardware config with every layer's exhaustively
+    optimal schedule (None if a layer has no valid schedule there)."""
+    model, fields = args
+    from dcoc.benchmarks import exhaustive
+    from dcoc.vta import HWConfig
+
+    hw = HWConfig(**fields)
+    total = 0.0
+    for layer in _layers(model):
+        vals = [v for v in exhaustive(layer.workload, hw, epilogue=layer.epilogue).values() if v is not None]
+        if not vals:
+            return hw.name, None
+        total += layer.count * min(vals)
+    return hw.name, total * 1e3
+
+
+def best_known(model: str, board: str, extra=(), top: int = 20, jobs: int | None = None) -> dict:
+    """The best-known design of ``model`` on ``board``: the lowest latency over the top
+    ``top`` configs of the default-schedule landscape plus ``extra`` (hardware field dicts,
+    e.g. what tuners found), each with exhaustively optimal per-layer schedules.
+
+    Cached per (model, board, timing model) under ``$DCOC_CACHE/best_known``; new configs
+    are added to the cache.  Returns ``{"latency_ms", "hw", "evaluated": {hw: ms}}``.
+    """
+    from dcoc.benchmarks import cache_root, timing_model_tag
+    from dcoc.search.vta_task import make_hw
+    from dcoc.vta import BOARDS
+    from dcoc.vta.report import MODEL_EPILOGUE
+    from scripts import hw_landscape
+
+    root = cache_root("best_known")
+    path = os.path.join(root, f"{model}_{board}_{timing_model_tag(MODEL_EPILOGUE)}.json")
+    cached = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            cached = json.load(f)
+    land = [r for r in hw_landscape.run(model, board, jobs=jobs) if r["latency_ms"]]
+    cands = {}
+    for r in land[:top]:
+        hw = make_hw({k: r[k] for k in r if k not in ("hw", "latency_ms", "resources")}, BOARDS[board])
+        cands[hw.name] = _hw_fields(hw)
+    for f in extra:
+        cands.setdefault(_hw_name(f), dict(f))
+    todo = [(model, f) for n, f in cands.items() if n not in cached]
+    if todo:
+        if jobs == 1 or len(todo) == 1:
+            done = [_hw_optimum(t) for t in todo]
+        else:
+            with ProcessPoolExecutor(min(jobs or os.cpu_count(), len(todo))) as ex:
+                done = list(ex.map(_hw_optimum, todo))
+        cached.update({n: ms for n, ms in done})
+        os.makedirs(root, exist_ok=True)
+        with open(path + ".tmp", "w") as f:
+            json.dump(cached, f)
+        os.replace(path + ".tmp", path)
+    ev = {n: cached[n] for n in cands if cached.get(n)}
+    best = min(ev, key=ev.get)
+    return {"latency_ms": ev[best], "hw": best, "evaluated": ev, "landscape_top": top}
+
+
+def _hw_name(fields: dict) -> str:
+    from dcoc.vta import HWConfig
+
+    return HWConfig(**fields).name
+
+
+def at_budget(history, budget: int) -> float:
+    """Best latency (ms) a run had after ``budget`` simulations (inf before its first
+    complete design)."""
+    vals = [lat for t, lat in history if t <= budget]
+    return min(vals) if vals else math.inf
+
+
+def budget_compare(res: dict, budgets, reference: str = REFERENCE) -> dict:
+    """Per budget and tuner: the fraction of the best-known throughput (median [IQR] over
+    every (model, board, seed)) and a paired Wilcoxon test against ``reference``; per
+    (model, board, budget, tuner) the median over seeds."""
+    from dcoc.stats import median_iqr, paired_test
+
+    bk = res["best_known"]
+    frac: dict = {}
+    for r in res["runs"]:
+        ref = bk[f"{r['model']}|{r['board']}"]["latency_ms"]
+        for b in budgets:
+            lat = at_budget(r["history"], b)
+            frac.setdefault(b, {}).setdefault(r["tuner"], {})[(r["model"], r["board"], r["seed"])] = \
+                ref / lat if math.isfinite(lat) else 0.0
+    pooled, per_pair = [], []
+    for b in budgets:
+        base = frac[b].get(reference, {})
+        for tuner, v in frac[b].items():
+            keys = sorted(v)
+            row = {"budget": b, "tuner": tuner, "runs": len(keys), "fraction": median_iqr([v[k] for k in keys])}
+            pairs = [k for k in keys if k in base]
+            if tuner != reference and pairs:
+                pt = paired_test([base[k] for k in pairs], [v[k] for k in pairs], lower_is_better=False)
+                row["test"] = {"n": pt.n, "better": pt.better, "worse": pt.worse,
+                               "median_diff": pt.median_diff, "p": pt.p, "sign": pt.sign()}
+            pooled.append(row)
+            by_pair: dict = {}
+            for (m, bd, _), x in v.items():
+                by_pair.setdefault((m, bd), []).append(x)
+            for (m, bd), xs in sorted(by_pair.items()):
+                per_pair.append({"budget": b, "tuner": tuner, "model": m, "board": bd,
+                                 "median_fraction": statistics.median(xs), "seeds": len(xs)})
+    return {"pooled": pooled, "per_pair": per_pair}
+
+
+def render_budgets(res: dict, md: bool = False) -> str:
+    from dcoc.commands._common import render_table
+    from dcoc.stats import fmt_p
+
+    bc = res["budget_compare"]
+    budgets = res["budgets"]
+    tuners = list(dict.fromkeys(r["tuner"] for r in bc["pooled"]))
+    cell = {(r["budget"], r["tuner"]): r for r in bc["pooled"]}
+
+    def fmt(r):
+        m, lo, hi = r["fraction"]
+        out = f"{m:.4f} [{lo:.3f}-{hi:.3f}]"
+        t = r.get("test")
+        if t:
+            mark = {1: "+", -1: "-", 0: ""}[t["sign"]]
+            out += f" p={fmt_p(t['p'])}{mark}"
+        return out
+
+    headers = ["tuner"] + [f"{b} sims" for b in budgets]
+    body = [[t] + [fmt(cell[(b, t)]) if (b, t) in cell else "" for b in budgets] for t in tuners]
+    title = ("Fraction of the best-known throughput, median [IQR] over (model, board, seed); "
+             f"p: paired Wilcoxon vs {REFERENCE} ('+' better / '-' worse than it at p < 0.05)")
+    if md:
+        out = [title, "", "| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        out += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
+    else:
+        out = [title, render_table(headers, body)]
+    # per (model, board): median over seeds
+    pairs = sorted({(r["model"], r["board"]) for r in bc["per_pair"]})
+    pp = {(r["budget"], r["tuner"], r["model"], r["board"]): r["median_fraction"] for r in bc["per_pair"]}
+    for b in budgets:
+        headers = ["model", "board"] + tuners
+        rows = [[m, bd] + [f"{pp[(b, t, m, bd)]:.4f}" if (b, t, m, bd) in pp else "" for t in tuners]
+                for m, bd in pairs]
+        out.append("")
+        out.append(f"{b} simulations: median fraction of the best-known throughput over seeds")
+        if md:
+            out += ["", "| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+            out += ["| " + " | ".join(row) + " |" for row in rows]
+        else:
+            out.append(render_table(headers, rows))
+    out.append("")
+    out.append("best-known designs (the best of: every run's final design, and per-layer exhaustive "
+               "schedules on the landscape's top configs and every config a run found): " + "; ".join(
+        f"{k}: {v['latency_ms']:.3f} ms on {v['hw']} ({v['source']}; {len(v['evaluated'])} configs "
+        "evaluated exhaustively)" for k, v in res["best_known"].items()))
+    out.append("")
+    out.append(targets(res))
+    return "\n".join(out)
+
+
+def targets(res: dict) -> str:
+    """Issue 13's co-design targets, checked on this run."""
+    bc = res["budget_compare"]
+    cell = {(r["budget"], r["tuner"]): r for r in bc["pooled"]}
+    budgets = res["budgets"]
+    lines = ["Targets (issue 13):"]
+    others = [t for t in dict.fromkeys(r["tuner"] for r in bc["pooled"]) if t != REFERENCE]
+    for b in budgets:
+        ref = cell.get((b, REFERENCE))
+        if not ref:
+            continue
+        behind = [t for t in others if (b, t) in cell and cell[(b, t)]["fraction"][0] >= ref["fraction"][0]]
+        sig = [t for t in others if (b, t) in cell and cell[(b, t)].get("test", {}).get("sign") == -1]
+        lines.append(f"  {b} sims: dcoc median {ref['fraction'][0]:.4f}; not ahead of: "
+                     f"{', '.join(behind) or 'none'}; significantly ahead of: {', '.join(sig) or 'none'}")
+    if 500 in budgets:
+        pp = [r for r in bc["per_pair"] if r["budget"] == 500 and r["tuner"] == REFERENCE]
+        miss = [f"{r['model']}/{r['board']} {r['median_fraction']:.4f}" for r in pp if r["median_fraction"] < 0.99]
+        lines.append(f"  >= 99% of best-known at 500 sims on every model/board: "
+                     f"{'met' if not miss else 'NOT met: ' + ', '.join(miss)}")
+    return "\n".join(lines)
+
+
 def _run(args):
     model, board, tuner, seed, trials, agents = args
     import torch
@@ -98,14 +301,14 @@ def _run(args):
         explored.append({"hw": name, "latency_ms": s.latency(name) * 1e3,
                          "resources": h.resources(dsp_budget=bd.dsp)})
     return {"model": model, "board": board, "tuner": tuner, "seed": seed, "trials": s.trials,
-            "latency_ms": s.best_latency * 1e3, "hw": hw.name,
+            "latency_ms": s.best_latency * 1e3, "hw": hw.name, "hw_fields": _hw_fields(hw),
             "resources": hw.resources(dsp_budget=bd.dsp), "wall": wall,
             "history": [(t, lat * 1e3) for t, lat in s.history if lat != float("inf")],
             "explored": explored, "agents": agents if tuner.startswith("dcoc") else None}
 
 
 def run(models=("resnet18",), boards=("pynq",), tuners=None, seeds=(0,), trials=500, jobs=None,
-        agents=None, quiet=False) -> dict:
+        agents=None, quiet=False, budgets=None, best_known_top: int = 20) -> dict:
     from dcoc.tuners import REGISTRY
 
     tuners = [t for t in (tuners or TUNERS) if t.partition(":")[0] in REGISTRY]
@@ -127,6 +330,25 @@ def run(models=("resnet18",), boards=("pynq",), tuners=None, seeds=(0,), trials=
     res = {"runs": runs, "refs": {f"{k[0]}|{k[1]}": v for k, v in refs.items()}, "trials": trials,
            "seeds": list(seeds), "tuners": tuners, "wall": time.perf_counter() - t0}
     res["compare"] = compare(res)
+    if budgets:
+        res["budgets"] = sorted(budgets)
+        t1 = time.perf_counter()
+        res["best_known"] = {}
+        for mdl in models:
+            for b in boards:
+                mine = [r for r in runs if r["model"] == mdl and r["board"] == b]
+                if best_known_top > 0:
+                    bk = best_known(mdl, b, extra=[r["hw_fields"] for r in mine], top=best_known_top, jobs=jobs)
+                    bk["source"] = "exhaustive schedules"
+                else:
+                    bk = {"latency_ms": math.inf, "hw": None, "evaluated": {}, "landscape_top": 0}
+                found = min(mine, key=lambda r: r["latency_ms"])
+                if found["latency_ms"] < bk["latency_ms"]:
+                    bk.update(latency_ms=found["latency_ms"], hw=found["hw"],
+                              source=f"found by {found['tuner']} seed {found['seed']}")
+                res["best_known"][f"{mdl}|{b}"] = bk
+        res["best_known_wall"] = time.perf_counter() - t1
+        res["budget_compare"] = budget_compare(res, res["budgets"])
     return res
 
 
@@ -222,9 +444,21 @@ def main(argv=None):
     ap.add_argument("--agents", default=None)
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--budgets", nargs="*", type=int, default=None,
+                    help="report every run at these simulation budgets against the best-known "
+                         "design (the runs use the largest; --trials is ignored)")
+    ap.add_argument("--best-known-top", type=int, default=20,
+                    help="landscape configs evaluated exhaustively for the best-known design (0: "
+                         "the best-known is the best design any run found; exhaustive tables cost "
+                         "minutes per layer and config)")
     a = ap.parse_args(argv)
-    res = run(a.models, a.boards, a.tuners, a.seeds, a.trials, a.jobs, a.agents)
+    trials = max(a.budgets) if a.budgets else a.trials
+    res = run(a.models, a.boards, a.tuners, a.seeds, trials, a.jobs, a.agents,
+              budgets=a.budgets, best_known_top=a.best_known_top)
     print(render(res))
+    if a.budgets:
+        print()
+        print(render_budgets(res))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f)
