@@ -21,12 +21,15 @@ Leave-one-model-out.  For each held-out model M on board B:
 Reported: per method, median [IQR] of the trials-to-99% over every (model, board, seed),
 the paired Wilcoxon test (:func:`dcoc.stats.paired_test`) of ``transfer`` against each other
 method, and the ratio of medians (other / transfer; the target is >= 2 against ``dcoc``).
-The tuning set (``--tuning``: held-out resnet18 on pynq) chose the transfer settings; the
-evaluation set is disjoint (docs/method.md, "Transfer across models").
+The tuning set (``--tuning``: held-out transformer on pynq, 2 seeds, 300 simulations,
+reference = the best design any tuning run found) chose the transfer settings among
+``TUNING_METHODS``; the evaluation set (held-out resnet18, mobilenetv2, vgg16 on pynq and
+ultra96) is disjoint (docs/method.md, "Transfer across models").  One process (the memo
+of simulated configs is shared by every run of the process).
 
-    python -m scripts.bench_transfer                       # default: transformer on pynq, 5 seeds
-    python -m scripts.bench_transfer --heldout mobilenetv2 vgg16 transformer --boards pynq ultra96
     python -m scripts.bench_transfer --tuning --json tuning.json
+    python -m scripts.bench_transfer                       # default: held-out resnet18 on pynq, 5 seeds
+    python -m scripts.bench_transfer --heldout resnet18 mobilenetv2 vgg16 --boards pynq ultra96
 """
 from __future__ import annotations
 
@@ -266,7 +269,7 @@ def render(res: dict) -> str:
     T = res["trials"]
     lines = [f"Simulations to {res['target']:.0%} of the best-known throughput (never reached: {T + 1}; "
              f"budget {T}, seeds {res['seeds']}, held out {res['heldout']} on {res['boards']}); "
-             f"paired Wilcoxon vs {REFERENCE}"]
+             f"paired Wilcoxon vs {next((c['method'] for c in res['compare'] if 'test' not in c), REFERENCE)}"]
     body = []
     for r in res["compare"]:
         t = r.get("test")

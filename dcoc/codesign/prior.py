@@ -94,7 +94,10 @@ class Prior:
                 rec_path = src
             else:
                 raise DcocError(f"warm start: {src} does not exist (give a run directory or records.jsonl)")
-            rows = Records.load(rec_path).rows   # RecordsError (a DcocError) for a corrupt file
+            try:
+                rows = Records.load(rec_path).rows
+            except DcocError as exc:  # RecordsError: a corrupt file
+                raise DcocError(f"warm start: {exc}") from None
             layers = read_layers(os.path.join(os.path.dirname(rec_path), LAYERS_FILE), tg)
             n0 = len(p.rows)
             best: dict = {}        # (hw name, task key) -> best seconds
