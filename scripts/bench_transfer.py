@@ -198,7 +198,8 @@ def trials_to(history, target_ms: float, budget: int) -> int:
 
 
 def run(heldout=("resnet18",), boards=("pynq",), methods=None, seeds=(0, 1, 2, 3, 4), trials=500,
-        source_trials=None, source_seed=0, top=20, zoo=ZOO, quiet=False, reference="best-known") -> dict:
+        source_trials=None, source_seed=0, top=20, zoo=ZOO, quiet=False, reference="best-known",
+        partial=None) -> dict:
     methods = list(methods or METHODS)
     source_trials = source_trials or trials
     t_start = time.perf_counter()
@@ -212,6 +213,9 @@ def run(heldout=("resnet18",), boards=("pynq",), methods=None, seeds=(0, 1, 2, 3
             for i, (mt, sd) in enumerate(work):
                 r = _run(model, board, mt, sd, trials, dirs)
                 runs.append(r)
+                if partial:  # every finished run, in case the process is stopped before the end
+                    with open(partial, "w") as f:
+                        json.dump([{k: v for k, v in x.items() if k != "hw_obj"} for x in runs], f)
                 if not quiet:
                     print(f"[{i + 1}/{len(work)}] {model} {board} {mt} s{sd}: {r['latency_ms']:.4f} ms on "
                           f"{r['hw']} ({r['wall']:.0f} s)", file=sys.stderr, flush=True)
@@ -325,7 +329,7 @@ def main(argv=None):
         if a.trials == 500:
             a.trials, a.source_trials = 300, a.source_trials or 500
     res = run(a.heldout, a.boards, a.methods, a.seeds, a.trials, a.source_trials, a.source_seed, a.top,
-              reference=a.reference)
+              reference=a.reference, partial=a.json + ".partial" if a.json else None)
     print(render(res))
     if a.json:
         with open(a.json, "w") as f:
