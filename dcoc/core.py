@@ -62,7 +62,8 @@ class CoDesignConfig:
     prior_drop_after: int = 0       # own measurements of a layer kind after which that kind's prior
                                     # data leave the cost model's training set (0: kept throughout)
     prior_hw: int = 3               # the source runs' best hardware configs always on the shortlist
-    prior_agents: bool = True       # start the agents from the source run's weights when given
+    prior_agents: bool = False      # start the agents from the source run's weights (when given);
+                                    # off: on the tuning set fresh agents did better (docs/method.md §11)
 
 
 @dataclass

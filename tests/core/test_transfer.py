@@ -135,7 +135,9 @@ def test_prior_best_hardware_is_scored_and_agents_start_from_saved_weights(sourc
     p = Prior.load([run_dir], "systolic", BOARD)
     assert len(p) == s.trials and p.agents is not None
     assert p.best_hw[0].name == s.best_hw
-    d = cd.DCOCCoDesign(_session(), BOARD, 0, config=_small(), prior=p)
+    on = _small()
+    on.codesign.prior_agents = True
+    d = cd.DCOCCoDesign(_session(), BOARD, 0, config=on, prior=p)
     assert [h.name for h in d.problem.prior_hw][:1] == [s.best_hw]
     jobs = d.ask()
     d.tell(jobs, d.s.measure(jobs))
@@ -145,9 +147,7 @@ def test_prior_best_hardware_is_scored_and_agents_start_from_saved_weights(sourc
     b = drv.core.agents.actors.state_dict()
     first = next(iter(a))
     assert a[first].shape == b[first].shape
-    off = _small()
-    off.codesign.prior_agents = False
-    d2 = cd.DCOCCoDesign(_session(), BOARD, 0, config=off, prior=p)
+    d2 = cd.DCOCCoDesign(_session(), BOARD, 0, config=_small(), prior=p)   # default: fresh agents
     assert d2.core.agent_init is None
 
 
