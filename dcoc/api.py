@@ -174,9 +174,10 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
         config the search completed (``result.pareto``, :mod:`dcoc.pareto`).
     warm_start (keyword, DCOC co-design): run directories or ``records.jsonl`` files of
         earlier co-design runs of *other* models on the same target/board: their measurements
-        pre-fit DCOC's cost models, their best hardware configs are scored first and their
-        agents' weights (``agents.pt``) start the agents (:mod:`dcoc.codesign.prior`).  Not
-        counted as trials, never written to this run's records.
+        pre-fit DCOC's cost models and their best hardware configs are scored first
+        (:mod:`dcoc.codesign.prior`; their agents' weights, ``agents.pt``, only with
+        ``CoDesignConfig.prior_agents``).  Not counted as trials, never written to this
+        run's records.
     """
     from dcoc.tuners import names as tuner_names
 

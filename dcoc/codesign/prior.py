@@ -8,7 +8,8 @@ agents' weights after such a run.  :class:`dcoc.codesign.DCOCCoDesign` (``prior=
   schedule -> efficiency = ideal / measured seconds -- are model-independent) before the
   target model's first measurement;
 * to put the source runs' best hardware configs on the shortlist of configs to open;
-* to start the agents from the source run's weights (same board: same knob layout).
+* optionally (``CoDesignConfig.prior_agents``, off by default) to start the agents from
+  the source run's weights (same board: same knob layout).
 
 Prior measurements are never counted as trials, never measured again and never written
 to the target run's records (they live in the driver's cost-model data only).

@@ -79,7 +79,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--warm-start", nargs="+", default=None, metavar="RUN_DIR_OR_RECORDS",
                         help="vta co-design with a dcoc tuner: start from earlier runs of OTHER models "
                              "(their run directories or records.jsonl; same board): pre-fits the cost "
-                             "model, scores their best hardware first, reuses their agents' weights")
+                             "model on their measurements and scores their best hardware first")
     parser.add_argument("--pareto", action="store_true",
                         help="vta: also report the throughput/area Pareto front (BRAM36, DSP, LUT) "
                              "over every hardware config the search completed (result.json 'pareto')")
