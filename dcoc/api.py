@@ -172,6 +172,12 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
         of ``work_dir/logs/tvm.log``.
     pareto: VTA only: also return the throughput/area Pareto front over every hardware
         config the search completed (``result.pareto``, :mod:`dcoc.pareto`).
+    warm_start (keyword, DCOC co-design): run directories or ``records.jsonl`` files of
+        earlier co-design runs of *other* models on the same target/board: their measurements
+        pre-fit DCOC's cost models and their best hardware configs are scored first
+        (:mod:`dcoc.codesign.prior`; their agents' weights, ``agents.pt``, only with
+        ``CoDesignConfig.prior_agents``).  Not counted as trials, never written to this
+        run's records.
     """
     from dcoc.tuners import names as tuner_names
 
@@ -200,6 +206,9 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
                                     board if is_acc else None, tuner, agents, seed, hw_name,
                                     input_shapes)
     if not is_acc:
+        if kwargs.get("warm_start") is not None:
+            raise DcocError("warm_start needs an accelerator target (vta co-design with a DCOC tuner)")
+        kwargs.pop("warm_start", None)
         from tvm_plugin.tune import tune_model
 
         # MetaSchedule's JSONDatabase in work_dir is always reused: refuse to silently resume
@@ -211,6 +220,11 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
         return tune_model(model, target, trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir,
                           input_shapes=input_shapes, agents=agents, progress=progress, **kwargs)
     kwargs.pop("verbose", None)  # the accelerator path runs no TVM code that logs
+    if kwargs.get("warm_start") is not None:
+        from dcoc.tuners import DCOC_FAMILY
+
+        if tuner not in DCOC_FAMILY or hardware is not None:
+            raise DcocError("warm_start needs a DCOC tuner doing co-design (no fixed hardware)")
     res = _tune_accelerator(tname, model, board, int(trials), tuner, agents, seed, work_dir, resume,
                            hardware, input_shapes, measurer, n_workers, progress, **kwargs)
     if pareto:  # from the run's records + the resource model (dcoc.pareto)
@@ -242,6 +256,11 @@ def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_di
     hardware = tg.parse_hw(hardware, bd.name)
     if hardware is not None:
         tg.check_fits(hardware, bd)
+    from dcoc.codesign.prior import AGENTS_FILE, LAYERS_FILE, as_prior, save_agents, write_layers
+
+    if kwargs.get("warm_start") is not None:  # other models' runs (dcoc.codesign.prior)
+        kwargs["prior"] = as_prior(kwargs.pop("warm_start"), tg.name, bd.name)
+    kwargs.pop("warm_start", None)
     tasks = model_tasks(model, tg.frontend_target, input_shapes)
     layers, cpu = tg.layers(tasks)
     if not layers:
@@ -262,12 +281,16 @@ def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_di
     m, own = _measurer(measurer, n_workers, tg.name)
     bar = _ProgressBar(trials, f"{tuner}") if progress else None
     t0 = time.perf_counter()
+    write_layers(os.path.join(work_dir, LAYERS_FILE), layers)  # lets later runs warm-start from this one
     session = cd.Session(layers, m, trials, tuner, seed, records, resume, progress=bar, target=tg)
     try:
         if hardware is not None:
             cd.default_schedules(session, hardware)
         driver = cd.make_driver(session, bd, tuner, seed, agents=agents, hardware=hardware, **kwargs)
         session.run(driver)
+        state = driver.agent_state() if hasattr(driver, "agent_state") else None
+        if state is not None:
+            save_agents(os.path.join(work_dir, AGENTS_FILE), state)
         if hardware is not None and session.latency(hardware.name) is None:
             missing = [session.layers[li].name for li in driver.missing()]
             if missing:

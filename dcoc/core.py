@@ -58,6 +58,12 @@ class CoDesignConfig:
     hw_explore_every: int = 4       # rounds without an opening after which the most
                                     # optimistic (UCB) shortlisted config is opened anyway
     cluster_after: int = 64         # agents="clustered": measurements before the knobs are clustered
+    # ---- warm start from other models (``prior=``, dcoc.codesign.prior; docs/method.md "Transfer")
+    prior_drop_after: int = 0       # own measurements of a layer kind after which that kind's prior
+                                    # data leave the cost model's training set (0: kept throughout)
+    prior_hw: int = 3               # the source runs' best hardware configs always on the shortlist
+    prior_agents: bool = False      # start the agents from the source run's weights (when given);
+                                    # off: on the tuning set fresh agents did better (docs/method.md §11)
 
 
 @dataclass
@@ -183,6 +189,8 @@ class DCOCCore:
         self.cluster_checks: list[dict] = []   # agents="clustered": each stability check
         self.rounds = 0
         self.log: list[dict] = []
+        self.agent_init: dict | None = None    # weights the agents start from (warm start)
+        self.agent_init_used = False
 
     # ------------------------------------------------------------------ agents
     def ensure_agents(self) -> None:
@@ -207,6 +215,27 @@ class DCOCCore:
         self.agents = MAPPO(self.groups, len(self.p.agent_space.knobs), self.p.context_dim,
                             self.cfg.mappo, seed=self.agent_seed(len(self.groups)),
                             names=self.agent_names)
+        if self.agent_init is not None:
+            self.agent_init_used = self.load_agent_state(self.agent_init)
+
+    def agent_state(self) -> dict | None:
+        """The agents' weights (actors, critic, knob groups), for a later warm start."""
+        if self.agents is None:
+            return None
+        return {"groups": [list(map(int, g)) for g in self.groups],
+                "actors": self.agents.actors.state_dict(), "critic": self.agents.critic.state_dict()}
+
+    def load_agent_state(self, state: dict) -> bool:
+        """Load saved weights into the agents if their layout matches (else keep the fresh ones)."""
+        if self.agents is None or [list(map(int, g)) for g in state.get("groups", [])] != \
+                [list(map(int, g)) for g in self.groups]:
+            return False
+        try:
+            self.agents.actors.load_state_dict(state["actors"])
+            self.agents.critic.load_state_dict(state["critic"])
+        except (RuntimeError, KeyError):
+            return False
+        return True
 
     @property
     def _cluster_at(self) -> int:

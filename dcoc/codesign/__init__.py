@@ -7,6 +7,7 @@ tracks the best model latency per hardware config) <- ask/tell -> a driver that 
 * :class:`SoftwareTuning` (:mod:`.software`) -- fixed hardware: one tuner per layer;
 * :class:`DCOCCoDesign` (:mod:`.joint`) -- DCOC's joint co-design on :class:`dcoc.core.DCOCCore`
   (also its ablations: ``dcoc-frozen``, ``dcoc-noagents``, ``dcoc-topk``, ``surrogate``);
+  ``prior=`` warm-starts it from other models' runs (:class:`Prior`, :mod:`.prior`);
 * :class:`JointCoDesign` (:mod:`.baselines`) -- the baseline tuners, proposing (hardware,
   schedule) jointly (the default); :class:`NestedCoDesign` -- hardware outer, software
   inner (``baseline="nested"``); :class:`SweepCoDesign` -- the ``sweep`` reference.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from dcoc.codesign.baselines import JointCoDesign, NestedCoDesign, SweepCoDesign
 from dcoc.codesign.joint import CoDesignProblem, DCOCCoDesign
+from dcoc.codesign.prior import Prior
 from dcoc.codesign.session import Session
 from dcoc.codesign.software import (SoftwareTuning, default_jobs, default_schedules, fitting_default,
                                     tune_software)
@@ -55,6 +57,6 @@ def make_driver(session, board, tuner: str, seed: int, agents: str = "dcoc", bas
 
 __all__ = [
     "BASELINE_MODES", "CoDesignConfig", "CoDesignProblem", "DCOCCoDesign", "DCOCConfig",
-    "JointCoDesign", "Layer", "NestedCoDesign", "Session", "SoftwareTuning", "SweepCoDesign",
+    "JointCoDesign", "Layer", "NestedCoDesign", "Prior", "Session", "SoftwareTuning", "SweepCoDesign",
     "default_jobs", "default_schedules", "fitting_default", "make_driver", "tune_software", "vta_layers",
 ]

@@ -17,6 +17,7 @@ incumbent with confidence (docs/method.md).
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 
@@ -32,7 +33,7 @@ CONTEXT_DIM = 18
 class CoDesignProblem(Problem):
     """Whole-model co-design as a :class:`~dcoc.core.Problem` (items: (layer, hw, knobs))."""
 
-    def __init__(self, session, board, seed: int, cfg: DCOCConfig, rng, hw_ranges=None):
+    def __init__(self, session, board, seed: int, cfg: DCOCConfig, rng, hw_ranges=None, prior=None):
         self.s, self.seed, self.cfg, self.rng = session, seed, cfg, rng
         self.target = session.target
         self.board = self.target.board(board)
@@ -67,6 +68,65 @@ class CoDesignProblem(Problem):
         self.new_hw: list = []
         self._lis = None
         self._best_lat = math.inf
+        # warm start (dcoc.codesign.prior): other models' data, kept apart from this run's
+        self.prior_data: dict = {}          # kind -> (features, efficiency)
+        self.prior_hw: list = []            # the source runs' best configs, rebuilt for this board
+        if prior is not None and len(prior):
+            self._load_prior(prior)
+
+    def _load_prior(self, prior) -> None:
+        """Features and efficiencies of the prior's measurements; the cost models are fitted
+        on them at once, so the first proposals already use them."""
+        groups: dict = {}
+        for layer, hw, knobs, cost in prior.rows:
+            if layer.kind not in self.models:
+                continue
+            groups.setdefault((layer.key, hw.name), (layer, hw, []))[2].append((knobs, cost))
+        data: dict = {}
+        for layer, hw, rows in groups.values():
+            sp = self.target.sw_space(layer, hw)
+            pts, ys = [], []
+            for knobs, cost in rows:
+                try:
+                    pts.append(sp.point(knobs))
+                except (DcocError, KeyError, ValueError):
+                    continue  # a schedule outside this target's space
+                ys.append(layer.ideal_seconds(hw) / cost if math.isfinite(cost) and cost > 0 else 0.0)
+            if pts:
+                X = sp.point_features(np.array(pts, dtype=np.int64))
+                data.setdefault(layer.kind, ([], []))
+                data[layer.kind][0].append(X)
+                data[layer.kind][1].append(np.array(ys))
+        for kind, (Xs, ys) in data.items():
+            width = Counter(x.shape[1] for x in Xs).most_common(1)[0][0]
+            keep = [i for i, x in enumerate(Xs) if x.shape[1] == width]
+            X = np.concatenate([Xs[i] for i in keep])
+            y = np.concatenate([ys[i] for i in keep])
+            if len(y) and y.max() > 0:
+                self.prior_data[kind] = (X, y)
+                self.models[kind].fit(X, y)
+                self.ymax[kind] = float(y.max())
+        names = set()
+        for hw in prior.best_hw:
+            vals = {k: getattr(hw, k, None) for k in self.hw_knobs}
+            if any(v not in c for v, c in zip(vals.values(), self.hw_choices)) or self.hs.check(vals):
+                continue
+            h = self.target.make_hw(vals, self.board)
+            if h.name not in names:
+                names.add(h.name)
+                self.prior_hw.append(h)
+        self.version += 1
+
+    def _training_set(self, kind: str):
+        """This run's data of a kind, plus the prior's while it is kept (``prior_drop_after``)."""
+        Xs, ys = self.data[kind]
+        prior = self.prior_data.get(kind)
+        drop = self.ccfg.prior_drop_after
+        if prior is None or (drop and len(ys) >= drop):
+            return (np.array(Xs), np.array(ys)) if ys else (None, None)
+        if not ys:
+            return prior
+        return np.concatenate([np.array(Xs), prior[0]]), np.concatenate([np.array(ys), prior[1]])
 
     @property
     def kappa(self) -> float:
@@ -148,10 +208,11 @@ class CoDesignProblem(Problem):
             new = True
         if not new:
             return
-        for kind, (Xs, ys) in self.data.items():
-            if ys and max(ys) > 0:
-                self.models[kind].fit(np.array(Xs), np.array(ys))
-                self.ymax[kind] = max(ys)
+        for kind in self.data:
+            X, y = self._training_set(kind)
+            if y is not None and len(y) and y.max() > 0:
+                self.models[kind].fit(X, y)
+                self.ymax[kind] = float(y.max())
         self.version += 1
         self._pred_cache.clear()
 
@@ -396,9 +457,13 @@ class CoDesignProblem(Problem):
         for i, (li, hw, k) in enumerate(cands):
             if hw.name not in complete:
                 by_hw.setdefault(hw.name, (hw, []))[1].append(i)
-        if not by_hw:
+        # warm start: the source runs' best configs are always scored (until opened)
+        extra = [hw for hw in self.prior_hw[: self.ccfg.prior_hw]
+                 if hw.name not in complete and hw.name not in by_hw]
+        if not by_hw and not extra:
             return None
         ranked = sorted(by_hw.values(), key=lambda v: self.model_estimate(v[0]))[: self.ccfg.new_hw_shortlist]
+        ranked += [(hw, []) for hw in extra]
         best, best_ucb = None, None
         for hw, idx in ranked:
             mu_lat, var_lat, plan = 0.0, 0.0, []
@@ -450,7 +515,7 @@ class DCOCCoDesign:
     """
 
     def __init__(self, session, board, seed: int, agents: str = "dcoc",
-                 config: DCOCConfig | None = None, hw_ranges: dict | None = None, **variant):
+                 config: DCOCConfig | None = None, hw_ranges: dict | None = None, prior=None, **variant):
         from dataclasses import replace
 
         cfg = replace(config) if config is not None else DCOCConfig()
@@ -461,9 +526,14 @@ class DCOCCoDesign:
         self.s, self.seed = session, seed
         self.board = session.target.board(board)
         self.rng = np.random.default_rng(child_seed(seed, "codesign"))
-        self.problem = CoDesignProblem(session, self.board, seed, cfg, self.rng, hw_ranges)
+        from dcoc.codesign.prior import as_prior
+
+        self.prior = as_prior(prior, session.target.name, self.board)
+        self.problem = CoDesignProblem(session, self.board, seed, cfg, self.rng, hw_ranges, prior=self.prior)
         self.core = DCOCCore(self.problem, cfg, self.rng,
                              agent_seed=lambda n: child_seed(seed, "codesign", "agents", n))
+        if self.prior is not None and self.prior.agents is not None and cfg.codesign.prior_agents:
+            self.core.agent_init = self.prior.agents
         self.problem.core = self.core
         self.log: list[dict] = []
         self._phase = "start"
@@ -474,6 +544,10 @@ class DCOCCoDesign:
     @property
     def agents(self):
         return self.core.agents
+
+    def agent_state(self) -> dict | None:
+        """The agents' weights after the run (``Prior.agents`` of a later warm start)."""
+        return self.core.agent_state()
 
     def ask(self) -> list[tuple]:
         s = self.s

@@ -76,6 +76,10 @@ def add_arguments(parser) -> None:
                         help="vta: simulator worker processes (default: CPU cores; 0 = in-process)")
     parser.add_argument("--runner", default="local",
                         help="llvm/cuda: 'local' or 'rpc://HOST:PORT/KEY' (TVM RPC tracker)")
+    parser.add_argument("--warm-start", nargs="+", default=None, metavar="RUN_DIR_OR_RECORDS",
+                        help="vta co-design with a dcoc tuner: start from earlier runs of OTHER models "
+                             "(their run directories or records.jsonl; same board): pre-fits the cost "
+                             "model on their measurements and scores their best hardware first")
     parser.add_argument("--pareto", action="store_true",
                         help="vta: also report the throughput/area Pareto front (BRAM36, DSP, LUT) "
                              "over every hardware config the search completed (result.json 'pareto')")
@@ -100,7 +104,8 @@ def run(args) -> int:
                     tuner=args.tuner, agents=args.agents, seed=args.seed, work_dir=args.work_dir,
                     resume=not args.no_resume, hardware=args.hardware, input_shapes=shapes,
                     n_workers=args.workers, progress=out.progress,
-                    **({"pareto": True} if getattr(args, "pareto", False) else {}), **kw)
+                    **({"pareto": True} if getattr(args, "pareto", False) else {}),
+                    **({"warm_start": args.warm_start} if getattr(args, "warm_start", None) else {}), **kw)
     text = summary(res)
     if getattr(res, "pareto", None) is not None:
         text += "\n" + pareto_summary(res.pareto, res.board)
