@@ -50,7 +50,7 @@ import os
 import statistics
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 TUNERS = ["dcoc", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "dcoc:hw_explore_every=1000000000",
           "surrogate", "sweep", "random", "ga", "xgb", "rl", "chameleon"]
@@ -108,6 +108,22 @@ def _hw_optimum(args):
     return hw.name, total * 1e3
 
 
+def _best_known_path(model: str, board: str) -> str:
+    from dcoc.benchmarks import cache_root, timing_model_tag
+    from dcoc.vta.report import MODEL_EPILOGUE
+
+    return os.path.join(cache_root("best_known"), f"{model}_{board}_{timing_model_tag(MODEL_EPILOGUE)}.json")
+
+
+def _best_known_cache(model: str, board: str) -> dict:
+    """``{hw name: ms}`` of every config already searched exhaustively (any script)."""
+    path = _best_known_path(model, board)
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
 def best_known(model: str, board: str, extra=(), top: int = 20, jobs: int | None = None) -> dict:
     """The best-known design of ``model`` on ``board``: the lowest latency over the top
     ``top`` configs of the default-schedule landscape plus ``extra`` (hardware field dicts,
@@ -116,18 +132,13 @@ def best_known(model: str, board: str, extra=(), top: int = 20, jobs: int | None
     Cached per (model, board, timing model) under ``$DCOC_CACHE/best_known``; new configs
     are added to the cache.  Returns ``{"latency_ms", "hw", "evaluated": {hw: ms}}``.
     """
-    from dcoc.benchmarks import cache_root, timing_model_tag
     from dcoc.search.vta_task import make_hw
     from dcoc.vta import BOARDS
-    from dcoc.vta.report import MODEL_EPILOGUE
     from scripts import hw_landscape
 
-    root = cache_root("best_known")
-    path = os.path.join(root, f"{model}_{board}_{timing_model_tag(MODEL_EPILOGUE)}.json")
-    cached = {}
-    if os.path.exists(path):
-        with open(path) as f:
-            cached = json.load(f)
+    path = _best_known_path(model, board)
+    root = os.path.dirname(path)
+    cached = _best_known_cache(model, board)
     land = [r for r in hw_landscape.run(model, board, jobs=jobs) if r["latency_ms"]]
     cands = {}
     for r in land[:top]:
@@ -308,7 +319,7 @@ def _run(args):
 
 
 def run(models=("resnet18",), boards=("pynq",), tuners=None, seeds=(0,), trials=500, jobs=None,
-        agents=None, quiet=False, budgets=None, best_known_top: int = 20) -> dict:
+        agents=None, quiet=False, budgets=None, best_known_top: int = 20, runs_dir=None) -> dict:
     from dcoc.tuners import REGISTRY
 
     tuners = [t for t in (tuners or TUNERS) if t.partition(":")[0] in REGISTRY]
@@ -319,14 +330,42 @@ def run(models=("resnet18",), boards=("pynq",), tuners=None, seeds=(0,), trials=
     work = [(mdl, b, t, s, trials, agents) for mdl in models for b in boards for t in tuners for s in seeds]
     runs = []
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(jobs or os.cpu_count()) as ex:
-        for i, r in enumerate(ex.map(_run, work)):
-            runs.append(r)
-            if not quiet:
-                ref = refs[(r["model"], r["board"])]
-                print(f"[{i + 1}/{len(work)}] {r['model']} {r['board']} {r['tuner']} s{r['seed']}: "
-                      f"{r['latency_ms']:.3f} ms ({ref['tuned_ms'] / r['latency_ms']:.3f}x tuned preset) "
-                      f"on {r['hw']} in {r['wall']:.0f} s", file=sys.stderr)
+
+    def key(w):
+        return "_".join(str(x).replace(":", "-").replace("=", "-").replace("/", "-") for x in w) + ".json"
+
+    done = {}
+    if runs_dir:  # finished runs are kept one file each and reused (an interrupted run resumes)
+        os.makedirs(runs_dir, exist_ok=True)
+        for w in work:
+            path = os.path.join(runs_dir, key(w))
+            if os.path.exists(path):
+                with open(path) as f:
+                    done[w] = json.load(f)
+    todo = [w for w in work if w not in done]
+
+    def finished():
+        for w in work:
+            if w in done:
+                yield w, done[w]
+        with ProcessPoolExecutor(jobs or os.cpu_count()) as ex:
+            futs = {ex.submit(_run, w): w for w in todo}
+            for fut in as_completed(futs):
+                r = fut.result()
+                if runs_dir:
+                    with open(os.path.join(runs_dir, key(futs[fut])), "w") as f:
+                        json.dump(r, f)
+                yield futs[fut], r
+
+    order = {w: i for i, w in enumerate(work)}
+    for i, (w, r) in enumerate(finished()):
+        runs.append(r)
+        if not quiet:
+            ref = refs[(r["model"], r["board"])]
+            print(f"[{i + 1}/{len(work)}] {r['model']} {r['board']} {r['tuner']} s{r['seed']}: "
+                  f"{r['latency_ms']:.3f} ms ({ref['tuned_ms'] / r['latency_ms']:.3f}x tuned preset) "
+                  f"on {r['hw']} in {r['wall']:.0f} s", file=sys.stderr)
+    runs.sort(key=lambda r: order[(r["model"], r["board"], r["tuner"], r["seed"], trials, agents)])
     res = {"runs": runs, "refs": {f"{k[0]}|{k[1]}": v for k, v in refs.items()}, "trials": trials,
            "seeds": list(seeds), "tuners": tuners, "wall": time.perf_counter() - t0}
     res["compare"] = compare(res)
@@ -340,8 +379,11 @@ def run(models=("resnet18",), boards=("pynq",), tuners=None, seeds=(0,), trials=
                 if best_known_top > 0:
                     bk = best_known(mdl, b, extra=[r["hw_fields"] for r in mine], top=best_known_top, jobs=jobs)
                     bk["source"] = "exhaustive schedules"
-                else:
-                    bk = {"latency_ms": math.inf, "hw": None, "evaluated": {}, "landscape_top": 0}
+                else:  # no new exhaustive search, but every config already searched counts
+                    ev = {n: ms for n, ms in _best_known_cache(mdl, b).items() if ms}
+                    best = min(ev, key=ev.get) if ev else None
+                    bk = {"latency_ms": ev[best] if ev else math.inf, "hw": best, "evaluated": ev,
+                          "landscape_top": 0, "source": "exhaustive schedules (cached)"}
                 found = min(mine, key=lambda r: r["latency_ms"])
                 if found["latency_ms"] < bk["latency_ms"]:
                     bk.update(latency_ms=found["latency_ms"], hw=found["hw"],
@@ -447,6 +489,8 @@ def main(argv=None):
     ap.add_argument("--budgets", nargs="*", type=int, default=None,
                     help="report every run at these simulation budgets against the best-known "
                          "design (the runs use the largest; --trials is ignored)")
+    ap.add_argument("--runs-dir", default=None,
+                    help="keep each finished run as a JSON file here and reuse it (resume)")
     ap.add_argument("--best-known-top", type=int, default=20,
                     help="landscape configs evaluated exhaustively for the best-known design (0: "
                          "the best-known is the best design any run found; exhaustive tables cost "
@@ -454,7 +498,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     trials = max(a.budgets) if a.budgets else a.trials
     res = run(a.models, a.boards, a.tuners, a.seeds, trials, a.jobs, a.agents,
-              budgets=a.budgets, best_known_top=a.best_known_top)
+              budgets=a.budgets, best_known_top=a.best_known_top, runs_dir=a.runs_dir)
     print(render(res))
     if a.budgets:
         print()

@@ -1,0 +1,40 @@
+"""scripts.bench_codesign's small-budget read-out (issue 13): best design at a budget, the
+fraction of the best-known throughput, the paired test and the targets line."""
+import math
+
+from scripts.bench_codesign import at_budget, budget_compare, render_budgets
+
+
+def _run(tuner, seed, board, hist):
+    return {"model": "m", "board": board, "tuner": tuner, "seed": seed, "history": hist}
+
+
+def test_at_budget_reads_the_curve():
+    hist = [(11, 90.0), (40, 85.0), (250, 80.0)]
+    assert math.isinf(at_budget(hist, 10))
+    assert at_budget(hist, 100) == 85.0
+    assert at_budget(hist, 250) == 80.0
+    assert at_budget(hist, 1000) == 80.0
+
+
+def test_budget_compare_fractions_tests_and_targets():
+    runs = []
+    for board in ("a", "b"):
+        for seed in range(5):
+            # dcoc reaches the best-known (80) by 500, 'other' stays 10% slower and is late
+            runs.append(_run("dcoc", seed, board, [(20, 90.0), (300 + seed, 80.0)]))
+            runs.append(_run("other", seed, board, [(150, 88.0 + 0.1 * seed)]))
+    res = {"runs": runs, "budgets": [100, 500],
+           "best_known": {f"m|{b}": {"latency_ms": 80.0, "hw": "x", "evaluated": {}, "source": "t"}
+                          for b in ("a", "b")}}
+    res["budget_compare"] = bc = budget_compare(res, [100, 500])
+    cell = {(r["budget"], r["tuner"]): r for r in bc["pooled"]}
+    assert cell[(100, "other")]["fraction"][0] == 0.0          # no complete design yet
+    assert abs(cell[(100, "dcoc")]["fraction"][0] - 80 / 90) < 1e-12
+    assert cell[(500, "dcoc")]["fraction"][0] == 1.0
+    t = cell[(500, "other")]["test"]
+    assert t["n"] == 10 and t["sign"] == -1 and t["p"] < 0.05    # other significantly worse
+    assert cell[(100, "other")]["test"]["sign"] == -1
+    out = render_budgets(res)
+    assert "significantly ahead of: other" in out
+    assert ">= 99% of best-known at 500 sims on every model/board: met" in out
