@@ -124,20 +124,22 @@ def _best_known_cache(model: str, board: str) -> dict:
         return json.load(f)
 
 
-def best_known(model: str, board: str, extra=(), top: int = 20, jobs: int | None = None) -> dict:
+def best_known(model: str, board: str, extra=(), top: int = 20, jobs: int | None = None,
+               quiet: bool = True) -> dict:
     """The best-known design of ``model`` on ``board``: the lowest latency over the top
-    ``top`` configs of the default-schedule landscape plus ``extra`` (hardware field dicts,
-    e.g. what tuners found), each with exhaustively optimal per-layer schedules.
+    ``top`` configs of the default-schedule landscape plus ``extra`` (HWConfigs or their
+    field dicts, e.g. what tuners found), each with exhaustively optimal per-layer schedules.
 
-    Cached per (model, board, timing model) under ``$DCOC_CACHE/best_known``; new configs
-    are added to the cache.  Returns ``{"latency_ms", "hw", "evaluated": {hw: ms}}``.
+    Cached per (model, board, timing model) under ``$DCOC_CACHE/best_known`` (shared with
+    :mod:`scripts.bench_transfer`); each config is added to the cache as soon as it is
+    searched, so an interrupted search resumes.  Returns ``{"latency_ms", "hw",
+    "evaluated": {hw: ms}, "landscape_top"}``.
     """
     from dcoc.search.vta_task import make_hw
     from dcoc.vta import BOARDS
     from scripts import hw_landscape
 
     path = _best_known_path(model, board)
-    root = os.path.dirname(path)
     cached = _best_known_cache(model, board)
     land = [r for r in hw_landscape.run(model, board, jobs=jobs) if r["latency_ms"]]
     cands = {}
@@ -145,16 +147,25 @@ def best_known(model: str, board: str, extra=(), top: int = 20, jobs: int | None
         hw = make_hw({k: r[k] for k in r if k not in ("hw", "latency_ms", "resources")}, BOARDS[board])
         cands[hw.name] = _hw_fields(hw)
     for f in extra:
+        f = f if isinstance(f, dict) else _hw_fields(f)
         cands.setdefault(_hw_name(f), dict(f))
     todo = [(model, f) for n, f in cands.items() if n not in cached]
-    if todo:
-        if jobs == 1 or len(todo) == 1:
-            done = [_hw_optimum(t) for t in todo]
-        else:
-            with ProcessPoolExecutor(min(jobs or os.cpu_count(), len(todo))) as ex:
-                done = list(ex.map(_hw_optimum, todo))
-        cached.update({n: ms for n, ms in done})
-        os.makedirs(root, exist_ok=True)
+
+    def searched():
+        if jobs == 1 or len(todo) <= 1:
+            yield from map(_hw_optimum, todo)
+            return
+        with ProcessPoolExecutor(min(jobs or os.cpu_count(), len(todo))) as ex:
+            yield from ex.map(_hw_optimum, todo)
+
+    t0 = time.perf_counter()
+    for i, (n, ms) in enumerate(searched()):
+        cached[n] = ms
+        if not quiet:
+            print(f"  best-known {model}/{board}: [{i + 1}/{len(todo)}] {n}: "
+                  f"{ms if ms is None else round(ms, 4)} ms ({time.perf_counter() - t0:.0f} s)",
+                  file=sys.stderr, flush=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path + ".tmp", "w") as f:
             json.dump(cached, f)
         os.replace(path + ".tmp", path)

@@ -49,17 +49,13 @@ TUNING_METHODS = ["dcoc", "transfer:prior_agents=True", "transfer:prior_agents=T
 REFERENCE = "transfer"
 TARGET = 0.99
 
-_LAYERS: dict = {}
 _MEMO = None
 
 
 def _layers(model):
-    if model not in _LAYERS:
-        from dcoc.codesign import vta_layers
-        from tvm_plugin.frontend import model_tasks
+    from scripts.bench_codesign import _layers as layers  # one cache of extracted layers
 
-        _LAYERS[model] = vta_layers(model_tasks(model, "vta"))[0]
-    return _LAYERS[model]
+    return layers(model)
 
 
 def _measurer():
@@ -74,56 +70,12 @@ def _measurer():
 
 
 # ------------------------------------------------------------------------- best known
-def _hw_optimum(model, hw):
-    from dcoc.benchmarks import exhaustive
-
-    total = 0.0
-    for layer in _layers(model):
-        vals = [v for v in exhaustive(layer.workload, hw, epilogue=layer.epilogue).values() if v is not None]
-        if not vals:
-            return None
-        total += layer.count * min(vals)
-    return total * 1e3
-
-
 def best_known(model: str, board: str, extra=(), top: int = 20, quiet: bool = False) -> dict:
-    """The best-known design of ``model`` on ``board`` (ms): the lowest latency over the top
-    ``top`` configs of the default-schedule landscape and the HWConfigs ``extra``, each with
-    exhaustively optimal per-layer schedules.  Cached per (model, board, timing model)."""
-    from dcoc.benchmarks import cache_root, timing_model_tag
-    from dcoc.search.vta_task import make_hw
-    from dcoc.vta import BOARDS
-    from dcoc.vta.report import MODEL_EPILOGUE
-    from scripts import hw_landscape
+    """The best-known design (ms) of ``model`` on ``board``:
+    :func:`scripts.bench_codesign.best_known` (same cache), one process."""
+    from scripts.bench_codesign import best_known as search
 
-    root = cache_root("best_known")
-    path = os.path.join(root, f"{model}_{board}_{timing_model_tag(MODEL_EPILOGUE)}.json")
-    cached = {}
-    if os.path.exists(path):
-        with open(path) as f:
-            cached = json.load(f)
-    land = [r for r in hw_landscape.run(model, board, jobs=1) if r["latency_ms"]]
-    cands = {}
-    for r in land[:top]:
-        hw = make_hw({k: r[k] for k in r if k not in ("hw", "latency_ms", "resources")}, BOARDS[board])
-        cands[hw.name] = hw
-    for hw in extra:
-        cands.setdefault(hw.name, hw)
-    todo = [n for n in cands if n not in cached]
-    for i, n in enumerate(todo):
-        t0 = time.perf_counter()
-        cached[n] = _hw_optimum(model, cands[n])
-        if not quiet:
-            print(f"  best-known {model}/{board}: [{i + 1}/{len(todo)}] {n}: "
-                  f"{cached[n] if cached[n] is None else round(cached[n], 4)} ms "
-                  f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
-        os.makedirs(root, exist_ok=True)
-        with open(path + ".tmp", "w") as f:
-            json.dump(cached, f)
-        os.replace(path + ".tmp", path)
-    ev = {n: cached[n] for n in cands if cached.get(n)}
-    best = min(ev, key=ev.get)
-    return {"latency_ms": ev[best], "hw": best, "evaluated": ev, "landscape_top": top}
+    return search(model, board, extra=extra, top=top, jobs=1, quiet=quiet)
 
 
 # ------------------------------------------------------------------------- runs

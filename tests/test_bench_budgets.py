@@ -38,3 +38,28 @@ def test_budget_compare_fractions_tests_and_targets():
     out = render_budgets(res)
     assert "significantly ahead of: other" in out
     assert ">= 99% of best-known at 500 sims on every model/board: met" in out
+
+
+def test_best_known_searches_each_config_once_and_caches(tmp_path, monkeypatch):
+    """best_known (shared by bench_codesign and bench_transfer): landscape top + extras
+    (HWConfig or field dicts), each searched once, cached, the minimum returned."""
+    import scripts.bench_codesign as bc
+    from dcoc.vta import HWConfig
+    from scripts import hw_landscape
+
+    monkeypatch.setenv("DCOC_CACHE", str(tmp_path))
+    monkeypatch.setattr(hw_landscape, "run", lambda model, board, jobs=None: [])
+    calls = []
+
+    def fake_optimum(args):
+        _, fields = args
+        hw = HWConfig(**fields)
+        calls.append(hw.name)
+        return hw.name, {"1x16x16": 80.0, "1x8x32": 78.0}[f"{hw.batch}x{hw.block_in}x{hw.block_out}"]
+
+    monkeypatch.setattr(bc, "_hw_optimum", fake_optimum)
+    a, b = HWConfig.preset("pynq"), HWConfig.parse("1x8x32_i8w8a32_15_15_17_17", board="pynq")
+    r = bc.best_known("m", "pynq", extra=[a, bc._hw_fields(b)], top=0, jobs=1)
+    assert r["hw"] == b.name and r["latency_ms"] == 78.0 and set(r["evaluated"]) == {a.name, b.name}
+    r2 = bc.best_known("m", "pynq", extra=[a, b], top=0, jobs=1)   # from the cache
+    assert r2 == r and sorted(calls) == sorted([a.name, b.name])
