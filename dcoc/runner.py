@@ -169,17 +169,9 @@ def _resolve_hw(hardware, board):
 
     if hardware is None:
         return HWConfig.preset("pynq" if board in (None, "pynq") else board)
-    if isinstance(hardware, HWConfig):
-        return hardware
-    if isinstance(hardware, str):
-        return HWConfig.parse(hardware, board=board)
-    if isinstance(hardware, dict):
-        try:
-            return HWConfig(**{k: v for k, v in hardware.items() if k != "name"})
-        except TypeError as exc:
-            raise ConfigError(f"bad hardware dict: {exc}") from None
-    raise ConfigError(f"hardware must be an HWConfig, a preset/config name or a dict, got "
-                      f"{type(hardware).__name__}")
+    from dcoc.targets import get
+
+    return get("vta").parse_hw(hardware, board)
 
 
 # ============================================================================ result
