@@ -8,32 +8,14 @@ import pytest
 
 from dcoc import codesign as cd
 from dcoc.errors import DcocError
-from dcoc.search import FunctionMeasurer, Records
-from dcoc.targets import Layer, get
-from dcoc.targets.systolic import GemmWorkload, SystolicConfig, measure_systolic
+from dcoc.search import Records
+from dcoc.targets.systolic import SystolicConfig
 
-SYS = get("systolic")
-BOARD = SYS.board("arty-a7")
-
-
-def _layers():
-    return [Layer("conv_a", GemmWorkload("conv_a", 784, 576, 64), 2, "conv2d", target="systolic"),
-            Layer("conv_b", GemmWorkload("conv_b", 196, 1152, 128), 1, "conv2d", target="systolic"),
-            Layer("fc", GemmWorkload("fc", 1, 512, 100), 1, "dense", target="systolic")]
-
-
-class Counting(FunctionMeasurer):
-    def __init__(self):
-        super().__init__(measure_systolic, n_workers=0)
-        self.calls = 0
-
-    def measure_jobs(self, jobs):
-        self.calls += len(jobs)
-        return super().measure_jobs(jobs)
+from systolic_helpers import BOARD, SYS, Counting, small_config, systolic_layers
 
 
 def _session(budget=60, tuner="t", records=None, resume=True, m=None):
-    return cd.Session(_layers(), m or Counting(), budget, tuner, 0, records, resume, target=SYS)
+    return cd.Session(systolic_layers(), m or Counting(), budget, tuner, 0, records, resume, target=SYS)
 
 
 # ------------------------------------------------------------------ session
@@ -58,25 +40,17 @@ def test_session_records_and_resume_replay_without_measuring(tmp_path):
     path = str(tmp_path / "r.jsonl")
     m1 = Counting()
     s1 = _session(budget=40, records=Records(path), m=m1)
-    s1.run(cd.DCOCCoDesign(s1, BOARD, 0, config=_small()))
+    s1.run(cd.DCOCCoDesign(s1, BOARD, 0, config=small_config()))
     assert m1.calls == 40 and len(Records(path)) == 40
     m2 = Counting()
     s2 = _session(budget=40, records=Records(path), m=m2)
-    s2.run(cd.DCOCCoDesign(s2, BOARD, 0, config=_small()))
+    s2.run(cd.DCOCCoDesign(s2, BOARD, 0, config=small_config()))
     assert m2.calls == 0 and s2.replayed == 40 and len(Records(path)) == 40
     assert s2.best_latency == s1.best_latency and s2.history == s1.history
     m3 = Counting()   # another seed's records are not reused
-    s3 = cd.Session(_layers(), m3, 10, "t", 1, Records(path), True, target=SYS)
+    s3 = cd.Session(systolic_layers(), m3, 10, "t", 1, Records(path), True, target=SYS)
     s3.measure(cd.default_jobs(s3, SYS.default_hw(BOARD)))
     assert m3.calls == 3
-
-
-def _small():
-    cfg = cd.DCOCConfig()
-    cfg.mappo.n_walkers, cfg.mappo.walk_length = 8, 6
-    cfg.n_models, cfg.boost_rounds = 2, 20
-    cfg.codesign.round_size = 8
-    return cfg
 
 
 # ------------------------------------------------------------------ drivers
@@ -95,7 +69,7 @@ def _asks_only(driver, session, rounds=3):
 @pytest.mark.parametrize("tuner", ["dcoc", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "surrogate"])
 def test_dcoc_codesign_decides_and_spends_the_budget(tuner):
     s = _session(budget=60, tuner=tuner)
-    d = cd.make_driver(s, BOARD, tuner, 0, config=_small())
+    d = cd.make_driver(s, BOARD, tuner, 0, config=small_config())
     assert isinstance(d, cd.DCOCCoDesign)
     _asks_only(d, s)
     s.run(d)

@@ -14,18 +14,11 @@ from dcoc import codesign as cd
 from dcoc.codesign.prior import (AGENTS_FILE, LAYERS_FILE, Prior, as_prior, save_agents,
                                  write_layers)
 from dcoc.errors import DcocError
-from dcoc.search import FunctionMeasurer, Records
+from dcoc.search import Records
 from dcoc.targets import Layer, get
-from dcoc.targets.systolic import GemmWorkload, measure_systolic
+from dcoc.targets.systolic import GemmWorkload
 
-SYS = get("systolic")
-BOARD = SYS.board("arty-a7")
-
-
-def _target_layers():
-    return [Layer("conv_a", GemmWorkload("conv_a", 784, 576, 64), 2, "conv2d", target="systolic"),
-            Layer("conv_b", GemmWorkload("conv_b", 196, 1152, 128), 1, "conv2d", target="systolic"),
-            Layer("fc", GemmWorkload("fc", 1, 512, 100), 1, "dense", target="systolic")]
+from systolic_helpers import BOARD, SYS, Counting, small_config, systolic_layers
 
 
 def _source_layers():  # another "model": different workloads
@@ -34,43 +27,25 @@ def _source_layers():  # another "model": different workloads
             Layer("s3", GemmWorkload("s3", 1, 1024, 1000), 1, "dense", target="systolic")]
 
 
-class Counting(FunctionMeasurer):
-    def __init__(self):
-        super().__init__(measure_systolic, n_workers=0)
-        self.calls = 0
-
-    def measure_jobs(self, jobs):
-        self.calls += len(jobs)
-        return super().measure_jobs(jobs)
-
-
-def _small():
-    cfg = cd.DCOCConfig()
-    cfg.mappo.n_walkers, cfg.mappo.walk_length = 8, 6
-    cfg.n_models, cfg.boost_rounds = 2, 20
-    cfg.codesign.round_size = 8
-    return cfg
-
-
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
     """A finished DCOC co-design run on the source model, also saved as a run directory."""
     d = tmp_path_factory.mktemp("src")
     s = cd.Session(_source_layers(), Counting(), 80, "dcoc", 0, Records(str(d / "records.jsonl")), target=SYS)
     write_layers(str(d / LAYERS_FILE), s.layers)
-    drv = cd.DCOCCoDesign(s, BOARD, 0, config=_small())
+    drv = cd.DCOCCoDesign(s, BOARD, 0, config=small_config())
     s.run(drv)
     save_agents(str(d / AGENTS_FILE), drv.agent_state())
     return s, drv, str(d)
 
 
 def _session(budget=40, records=None, m=None):
-    return cd.Session(_target_layers(), m or Counting(), budget, "dcoc", 0, records, target=SYS)
+    return cd.Session(systolic_layers(), m or Counting(), budget, "dcoc", 0, records, target=SYS)
 
 
 def _first_round(prior):
     s = _session()
-    d = cd.DCOCCoDesign(s, BOARD, 0, config=_small(), prior=prior)
+    d = cd.DCOCCoDesign(s, BOARD, 0, config=small_config(), prior=prior)
     jobs = d.ask()                                   # the default schedules (same for all)
     d.tell(jobs, s.measure(jobs))
     return d, jobs, d.ask()
@@ -80,8 +55,8 @@ def _first_round(prior):
 def test_prior_prefits_the_cost_model_and_changes_the_first_proposals(source):
     s, _, _ = source
     prior = Prior(rows=Prior.from_sessions([s]).rows)    # measurements only: no hardware, no agents
-    fresh = cd.DCOCCoDesign(_session(), BOARD, 0, config=_small())
-    warm = cd.DCOCCoDesign(_session(), BOARD, 0, config=_small(), prior=prior)
+    fresh = cd.DCOCCoDesign(_session(), BOARD, 0, config=small_config())
+    warm = cd.DCOCCoDesign(_session(), BOARD, 0, config=small_config(), prior=prior)
     assert not fresh.problem.models["conv2d"].fitted
     assert warm.problem.models["conv2d"].fitted and warm.problem.models["dense"].fitted
     # used before any measurement of the target model: predictions are no longer the
@@ -102,7 +77,7 @@ def test_prior_prefits_the_cost_model_and_changes_the_first_proposals(source):
 def test_prior_data_is_kept_apart_and_dropped_after_enough_own_data(source):
     s, _, _ = source
     prior = Prior.from_sessions([s])
-    cfg = _small()
+    cfg = small_config()
     cfg.codesign.prior_drop_after = 10
     d = cd.DCOCCoDesign(_session(60), BOARD, 0, config=cfg, prior=prior)
     n_prior = len(d.problem.prior_data["conv2d"][1])
@@ -122,10 +97,10 @@ def test_prior_is_never_counted_measured_or_recorded(source, tmp_path):
     m = Counting()
     path = str(tmp_path / "records.jsonl")
     t = _session(40, Records(path), m)
-    t.run(cd.DCOCCoDesign(t, BOARD, 0, config=_small(), prior=prior))
+    t.run(cd.DCOCCoDesign(t, BOARD, 0, config=small_config(), prior=prior))
     rows = Records(path).rows
     assert t.trials == 40 and len(rows) == 40 and m.calls == 40
-    assert {r["task"] for r in rows} <= {l.key for l in _target_layers()}
+    assert {r["task"] for r in rows} <= {l.key for l in systolic_layers()}
     assert all(0 <= li < len(t.layers) for (_, li, _) in t.measured)
 
 
@@ -135,7 +110,7 @@ def test_prior_best_hardware_is_scored_and_agents_start_from_saved_weights(sourc
     p = Prior.load([run_dir], "systolic", BOARD)
     assert len(p) == s.trials and p.agents is not None
     assert p.best_hw[0].name == s.best_hw
-    on = _small()
+    on = small_config()
     on.codesign.prior_agents = True
     d = cd.DCOCCoDesign(_session(), BOARD, 0, config=on, prior=p)
     assert [h.name for h in d.problem.prior_hw][:1] == [s.best_hw]
@@ -147,7 +122,7 @@ def test_prior_best_hardware_is_scored_and_agents_start_from_saved_weights(sourc
     b = drv.core.agents.actors.state_dict()
     first = next(iter(a))
     assert a[first].shape == b[first].shape
-    d2 = cd.DCOCCoDesign(_session(), BOARD, 0, config=_small(), prior=p)   # default: fresh agents
+    d2 = cd.DCOCCoDesign(_session(), BOARD, 0, config=small_config(), prior=p)   # default: fresh agents
     assert d2.core.agent_init is None
 
 
