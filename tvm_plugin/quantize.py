@@ -27,6 +27,7 @@ import numpy as np
 from dcoc.errors import ModelError
 from dcoc.offload import conv_workload_dict, find_task, matmul_workload_dict
 from dcoc.quantize import LayerSpec, QLayer
+from tvm_plugin.frontend.common import _static_shape
 
 __all__ = ["Graph", "find_layers", "calibrate", "rewrite", "prepare"]
 
@@ -59,14 +60,7 @@ def _call_args(call) -> list:
 
 
 def _shape(e):
-    ty = getattr(e, "ty", None)
-    shape = getattr(ty, "shape", None)
-    if shape is None:
-        return None
-    try:
-        return tuple(int(d) for d in shape)
-    except (TypeError, ValueError):
-        return None
+    return _static_shape(getattr(e, "ty", None))
 
 
 def _dtype(e):
