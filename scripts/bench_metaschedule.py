@@ -2,32 +2,42 @@
 
 Workloads (real tasks from the zoo, through :mod:`tvm_plugin.frontend`):
 
-* ``conv3x3``: ResNet-18 ``conv2d_56x56_64x64_k3s1`` (fused with the folded BatchNorm + ReLU);
-* ``conv1x1``: ResNet-18's downsample ``conv2d_56x56_64x128_k1s2``;
-* ``matmul``: the transformer's FFN output projection ``dense_m128_n256_k1024``;
-* ``model``: a small ResNet-style CNN (1x3x32x32; conv-BN-ReLU stem, one basic block, a
-  stride-2 conv, GAP, FC; deterministic weights), tuned end to end with
-  :func:`tvm_plugin.tune.tune_model`, compiled, measured, and compared with ONNX Runtime
-  on the same machine.
+* kernels: ``conv3x3`` = ResNet-18 ``conv2d_56x56_64x64_k3s1`` (fused with the folded
+  BatchNorm + ReLU); ``conv1x1`` = ResNet-18's downsample ``conv2d_56x56_64x128_k1s2``;
+  ``matmul`` = the transformer's FFN output projection ``dense_m128_n256_k1024``;
+* whole models, tuned end to end with :func:`tvm_plugin.tune.tune_model` (the budget is
+  the model's, spread over its tasks by MetaSchedule's gradient task scheduler), compiled,
+  measured, and compared with ONNX Runtime on the same cores: ``small_cnn`` (alias
+  ``model``: a small ResNet-style CNN, 1x3x32x32, deterministic weights), ``transformer``
+  (the zoo's, sequence 128), ``mobilenetv2`` and ``resnet18`` at 1x3x64x64.
 
 Every strategy gets the same budget (``--budgets``), the same builder (one
 :class:`~tvm_plugin.build.PersistentBuilder` for the whole run) and the same runner
 (``LocalRunner``, ``number=3, repeat=1, min_repeat_ms=10``), ``num_trials_per_iter=16``.
 ``dcoc`` = :class:`~tvm_plugin.strategy.DCOCSearchStrategy` (MetaSchedule cost model
-``"random"``, i.e. unused); ``evolutionary`` = ``EvolutionarySearch(population_size=P)``
-with MetaSchedule's XGBoost cost model (``P`` = 512, MetaSchedule's default; 128 in
-``--quick``); ``replay-trace`` = ``ReplayTrace`` (random decisions, no model).
+``"random"``, i.e. unused; DCOC's own ensembles learn on knob and program features, with
+a pool shared by the model's tasks: docs/method.md §13); ``evolutionary`` =
+``EvolutionarySearch(population_size=P)`` with MetaSchedule's XGBoost cost model (``P`` =
+512, MetaSchedule's default; 128 in ``--quick``); ``replay-trace`` = ``ReplayTrace``
+(random decisions, no model).  DCOC ablations are specs: ``dcoc:program_rerank=0`` (knob
+features only, round 1's strategy), ``dcoc:program_share=false`` (no pool across tasks),
+``dcoc-noagents`` (no agents).
 
-Reported per run: the best schedule's latency (after the three strategies of one
+Reported per run: the best schedule's latency (after the strategies of one
 (workload, budget, seed) have run, their best records are rebuilt exactly as the builder
 built them and timed in 3 alternating rounds -- each a median of 3 timings of >= 50 ms --
 keeping each kernel's fastest round, so machine load hits all strategies alike and the
 optimistic minimum of noisy tuning-time measurements favours no one), the best latency
-seen during tuning (``best_tuning_ms``), and the tuning wall time.  For the model: the
-compiled model's latency (``time_evaluator``, median of 5 timings of >= 100 ms).  Ratios vs EvolutionarySearch are per (workload, budget, seed), measured in one run,
-then aggregated as a geometric mean over seeds (< 1 = DCOC faster kernels / less time).
+seen during tuning (``best_tuning_ms``), and the tuning wall time.  For a model: the
+compiled models of every strategy and ONNX Runtime timed in alternating rounds
+(``time_evaluator``, median of 3 timings of >= 100 ms, fastest of 3 rounds).  Ratios vs
+EvolutionarySearch are per (workload, budget, seed), measured in one run, then
+aggregated as a geometric mean (< 1 = DCOC faster / less time); the model rows also get
+a paired Wilcoxon test over (model, seed) at each budget and the issue-13 target check
+(DCOC / EvolutionarySearch latency <= 0.95 with <= 0.5x tuning time, geomean over models).
 
-    python -m scripts.bench_metaschedule --budgets 64 256 --seeds 0 1 2
+    python -m scripts.bench_metaschedule --budgets 64 256 1000 --seeds 0 1 2 \
+        --workloads small_cnn transformer mobilenetv2 resnet18
     python -m scripts.bench_metaschedule --quick          # a few minutes
 
 ``run(...)`` returns the rows (one dict per run) and can write them as JSON lines
@@ -51,6 +61,14 @@ WORKLOADS = {
     "matmul": ("transformer", "dense_m128_n256_k1024"),
 }
 STRATEGIES = ("dcoc", "evolutionary", "replay-trace")
+#: whole models: (zoo name or builder, input shapes or None)
+MODELS = {
+    "small_cnn": ("small_cnn", None),
+    "transformer": ("transformer", None),
+    "mobilenetv2": ("mobilenetv2", {"input": (1, 3, 64, 64)}),
+    "resnet18": ("resnet18", {"input": (1, 3, 64, 64)}),
+}
+ALIASES = {"model": "small_cnn"}
 
 
 def small_cnn():
@@ -76,10 +94,27 @@ def _task(model: str, name: str, target):
     return tl.by_name(name)
 
 
-def _strategy(name: str, seed: int, population: int):
+def _strategy(spec: str, seed: int, population: int):
+    """(strategy, cost model) for a spec: a name, or ``dcoc:program_rerank=0`` style."""
+    from scripts.bench_sw import parse_spec, tuner_kwargs
     from tvm_plugin.tune import make_strategy
 
-    return make_strategy(name, seed=seed, population=population)
+    name, kw = parse_spec(spec)
+    return make_strategy(name, seed=seed, population=population,
+                         tuner_kwargs=tuner_kwargs(name, kw) if kw else None)
+
+
+def _load_model(name: str):
+    """(Model with weights, ONNX source for ONNX Runtime) of a benchmark model."""
+    from dcoc.runner import _ort_source
+    from tvm_plugin.frontend import load
+
+    src, shapes = MODELS[name]
+    if src == "small_cnn":
+        proto = small_cnn()
+        return load(proto, name="small_cnn"), proto.SerializeToString()
+    model = load(src, input_shapes=shapes, name=name)
+    return model, _ort_source(model)
 
 
 def _best_kernel(db, mod, target):
@@ -174,13 +209,14 @@ def _time_models(exes: dict, target, model, proto, inputs: dict, threads: int,
     return best
 
 
-def _ort_latency(model_proto, inputs: dict, threads: int, repeat: int = 7) -> float:
+def _ort_latency(model_src, inputs: dict, threads: int, repeat: int = 7) -> float:
+    """ONNX Runtime latency (ms) of a model (path or serialized bytes) on ``threads`` threads."""
     import numpy as np
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
-    s = ort.InferenceSession(model_proto.SerializeToString(), so,
+    s = ort.InferenceSession(model_src, so,
                              providers=["CPUExecutionProvider"])
     for _ in range(5):
         s.run(None, inputs)
@@ -224,19 +260,20 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
                      for k, v in row.items()))
 
     try:
+        workloads = tuple(dict.fromkeys(ALIASES.get(w, w) for w in workloads))
         tasks = {w: _task(*WORKLOADS[w], target) for w in workloads if w in WORKLOADS}
-        model = None
-        if "model" in workloads:
-            from tvm_plugin.build import random_inputs
-            from tvm_plugin.frontend import load
+        models: dict = {}
+        threads = int(target.tvm.attrs.get("num-cores", 1))
+        for w in workloads:
+            if w in MODELS:
+                from tvm_plugin.build import random_inputs
 
-            proto = small_cnn()
-            model = load(proto, name="small_cnn")
-            threads = int(target.tvm.attrs.get("num-cores", 1))
-            inputs = random_inputs(model.input_shapes, model.input_dtypes, seed=0)
-            emit(  # a first, stand-alone ONNX Runtime timing (each model group re-times it)
-                {"workload": "model", "task": "small_cnn", "strategy": "onnxruntime",
-                  "best_ms": _ort_latency(proto, inputs, threads), "threads": threads})
+                model, src = _load_model(w)
+                inputs = random_inputs(model.input_shapes, model.input_dtypes, seed=0)
+                models[w] = (model, src, inputs)
+                emit(  # a first, stand-alone ONNX Runtime timing (each group re-times it)
+                    {"workload": w, "task": model.name, "strategy": "onnxruntime",
+                     "best_ms": _ort_latency(src, inputs, threads), "threads": threads})
         # budget outermost: a long run that is stopped early still has complete budgets
         for budget in budgets:
             for w in workloads:
@@ -244,13 +281,15 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
                     group = []
                     for s in strategies:
                         strat, cm = _strategy(s, seed, population)
-                        wd = os.path.join(root, f"{w}_{budget}_{seed}_{s}")
-                        if w == "model":
-                            res = tune_model(model, target, trials=budget, tuner=s, seed=seed,
+                        wd = os.path.join(root, f"{w}_{budget}_{seed}_{s.replace(':', '_')}")
+                        if w in models:
+                            model = models[w][0]
+                            res = tune_model(model, target, trials=budget,
+                                             tuner=s.partition(":")[0], seed=seed,
                                              work_dir=wd, builder=builder, strategy=strat,
                                              cost_model=cm, progress=False,
                                              baseline=(s == strategies[0]))
-                            row = {"workload": "model", "task": "small_cnn", "budget": budget,
+                            row = {"workload": w, "task": model.name, "budget": budget,
                                    "seed": seed, "strategy": s,
                                    "trials": res.extra["new_trials"],
                                    "tune_model_ms": res.latency_ms,
@@ -272,7 +311,8 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
                             r["best_ms"] = v
                     exes = {r["strategy"]: r.pop("_exe") for r in group if "_exe" in r}
                     if exes:
-                        t = _time_models(exes, target.tvm, model, proto, inputs, threads)
+                        model, src, inputs = models[w]
+                        t = _time_models(exes, target.tvm, model, src, inputs, threads)
                         for r in group:
                             r["best_ms"], r["ort_ms"] = t[r["strategy"]], t["onnxruntime"]
                     for r in group:
@@ -309,26 +349,62 @@ def summarize(rows: list[dict], ref: str = "evolutionary") -> str:
             lr = _gmean([r["best_ms"] / refs[r["seed"]]["best_ms"] for r in rs if r["seed"] in refs])
             tr = _gmean([r["tune_s"] / refs[r["seed"]]["tune_s"] for r in rs if r["seed"] in refs])
             lines.append(f"| {w} | {b} | {s} | {lat:.4f} | {ts:.1f} | {lr:.3f} | {tr:.3f} |")
-    ort = [r for r in rows if r.get("strategy") == "onnxruntime"]
-    if ort:
+    ort = {ALIASES.get(r["workload"], r["workload"]): r for r in rows
+           if r.get("strategy") == "onnxruntime"}
+    for (w, b), per in by.items():
+        w = ALIASES.get(w, w)
+        if w not in MODELS:
+            continue
         lines.append("")
-        o = ort[0]["best_ms"]
-        lines.append(f"ONNX Runtime (CPU EP, {ort[0].get('threads')} threads), stand-alone timing "
-                     f"at start: {o:.4f} ms (load varies; compare with the alongside timings)")
-        for (w, b), per in by.items():
-            if w != "model":
-                continue
-            for s, rs in per.items():
-                lat = statistics.median([r["best_ms"] for r in rs])
-                ratio = _gmean([r["best_ms"] / r["ort_ms"] for r in rs if r.get("ort_ms")])
-                ort_here = statistics.median([r["ort_ms"] for r in rs if r.get("ort_ms")] or [o])
-                lines.append(f"model tuned with {s} at budget {b}: {lat:.4f} ms vs ONNX Runtime "
-                             f"{ort_here:.4f} ms timed alongside = {ratio:.2f}x (geomean over seeds)")
-            unt = [r["untuned_ms"] for rs in per.values() for r in rs if "untuned_ms" in r]
-            if unt:
-                lines.append(f"model untuned (same pipeline, no schedules): "
-                             f"{statistics.median(unt):.3f} ms")
+        if w in ort:
+            lines.append(f"{w}: ONNX Runtime (CPU EP, {ort[w].get('threads')} threads), stand-alone "
+                         f"timing at start {ort[w]['best_ms']:.4f} ms (compare the alongside timings)")
+        for s, rs in per.items():
+            lat = statistics.median([r["best_ms"] for r in rs])
+            ratio = _gmean([r["best_ms"] / r["ort_ms"] for r in rs if r.get("ort_ms")])
+            ort_here = statistics.median([r["ort_ms"] for r in rs if r.get("ort_ms")] or [math.nan])
+            lines.append(f"{w} tuned with {s} at budget {b}: {lat:.4f} ms vs ONNX Runtime "
+                         f"{ort_here:.4f} ms timed alongside = {ratio:.2f}x (geomean over seeds)")
+        unt = [r["untuned_ms"] for rs in per.values() for r in rs if "untuned_ms" in r]
+        if unt:
+            lines.append(f"{w} untuned (same pipeline, no schedules): {statistics.median(unt):.3f} ms")
+    lines += model_targets(rows, ref)
     return "\n".join(lines)
+
+
+def model_targets(rows: list[dict], ref: str = "evolutionary", target_lat: float = 0.95,
+                  target_time: float = 0.5) -> list[str]:
+    """Per budget and strategy, over every (model, seed): geomean latency and tuning-time
+    ratios vs ``ref``, a paired Wilcoxon test of the latencies, and the issue-13 target."""
+    from dcoc.stats import fmt_p, paired_test
+
+    per: dict = {}
+    for r in rows:
+        w = ALIASES.get(r.get("workload"), r.get("workload"))
+        if w in MODELS and r.get("strategy") != "onnxruntime":
+            per.setdefault(r["budget"], {}).setdefault(r["strategy"], {})[(w, r["seed"])] = r
+    if not per:
+        return []
+    out = ["", f"Whole models, every (model, seed) pair, vs {ref} (geomean ratio; Wilcoxon "
+           "on the latencies; target: latency <= "
+           f"{target_lat} with tuning time <= {target_time}x):", "",
+           "| budget | strategy | pairs | latency ratio | time ratio | better/worse | p | target |",
+           "|---|---|---|---|---|---|---|---|"]
+    for b in sorted(per):
+        refs = per[b].get(ref, {})
+        for s, rs in per[b].items():
+            if s == ref:
+                continue
+            keys = [k for k in rs if k in refs]
+            if not keys:
+                continue
+            lr = _gmean([rs[k]["best_ms"] / refs[k]["best_ms"] for k in keys])
+            tr = _gmean([rs[k]["tune_s"] / refs[k]["tune_s"] for k in keys])
+            t = paired_test([refs[k]["best_ms"] for k in keys], [rs[k]["best_ms"] for k in keys])
+            met = "met" if lr <= target_lat and tr <= target_time else "not met"
+            out.append(f"| {b} | {s} | {len(keys)} | {lr:.3f} | {tr:.3f} | {t.better}/{t.worse} | "
+                       f"{fmt_p(t.p)} | {met} |")
+    return out
 
 
 def main(argv=None) -> int:
@@ -336,9 +412,14 @@ def main(argv=None) -> int:
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--budgets", type=int, nargs="+", default=[64, 256])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS) + ["model"],
-                    choices=list(WORKLOADS) + ["model"])
-    ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=list(STRATEGIES))
+    ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS) + ["small_cnn"],
+                    choices=list(WORKLOADS) + list(MODELS) + list(ALIASES),
+                    help="kernels (conv3x3 conv1x1 matmul) and whole models "
+                         "(small_cnn transformer mobilenetv2 resnet18; model = small_cnn)")
+    ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES),
+                    help="evolutionary, replay-trace, dcoc or any dcoc tuner, with settings as "
+                         "specs: dcoc:program_rerank=0 (knob features only), "
+                         "dcoc:program_share=false (no pool across tasks)")
     ap.add_argument("--population", type=int, default=None,
                     help="EvolutionarySearch population (default 512; 128 with --quick)")
     ap.add_argument("--quick", action="store_true", help="budget 16, seed 0 (a few minutes)")

@@ -134,6 +134,7 @@ class _TunerStrategy(PySearchStrategy):
         self.context = None
         self.tspace: TraceSpace | None = None
         self.tuner = None
+        self.features = None
         self.pending = None
 
     # ------------------------------------------------------------ results
@@ -161,6 +162,7 @@ class _TunerStrategy(PySearchStrategy):
         else:
             self.tuner = dcoc.tuners.create(self.tuner_name, self.task, seed=self.task_seed,
                                             **self.tuner_kwargs)
+        self.features = self._program_features()
         self.max_trials = int(max_trials)
         self.per_iter = max(1, int(num_trials_per_iter))
         self.by_key: dict = {}    # config key -> MeasureResult (measured, recorded or invalid)
@@ -253,7 +255,9 @@ class _TunerStrategy(PySearchStrategy):
                     dups.append((cfg, pend_key[key]))
                     self.n_dup += 1
                     continue
-                sch = self.tspace.apply(cfg)
+                sch = self.features.schedule(cfg) if self.features is not None else None
+                if sch is None:
+                    sch = self.tspace.apply(cfg)
                 if sch is None:
                     r = MeasureResult.error(MeasureErrorNo.INSTANTIATION_ERROR,
                                             "decisions cannot be applied to the design space")
@@ -283,6 +287,24 @@ class _TunerStrategy(PySearchStrategy):
             return None
         self.pending = (batch, dups)
         return cands
+
+    def _program_features(self):
+        """Give a DCOC tuner the task's program features and the run's shared pool
+        (dcoc.search.program; off with ``DCOCConfig(program_rerank=0)``)."""
+        problem = getattr(self.tuner, "problem", None)
+        cfg = getattr(self.tuner, "cfg", None)
+        if problem is None or not hasattr(problem, "set_program") or cfg.program_rerank <= 0:
+            return None
+        from dcoc.search.program import SharedPool
+        from tvm_plugin.features import MSProgramFeatures
+
+        try:
+            feats = MSProgramFeatures(self.tspace, self.context)
+        except Exception:  # noqa: BLE001 - no features for this task: knob features only
+            return None
+        pool = self.state.setdefault("pool", SharedPool()) if cfg.program_share else None
+        problem.set_program(feats, pool, key=self.name)
+        return feats
 
     def _warm_start(self, database) -> None:
         """Replay the database's records of this task into the tuner and the caches."""
@@ -338,6 +360,7 @@ class _TunerStrategy(PySearchStrategy):
             "best_cost": self.best_cost if math.isfinite(self.best_cost) else None,
             "best_config": _jsonable(self.best_config) if self.best_config else None,
             "history": list(self.history), "strategy_seconds": round(self.overhead, 3),
+            "feature_seconds": round(self.features.seconds, 3) if self.features is not None else 0.0,
             "done": done,
         }
 

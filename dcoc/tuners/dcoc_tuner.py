@@ -53,6 +53,78 @@ class TaskProblem(Problem):
         self._measured: dict = {}
         self._best = 0.0
         self._cache: dict = {}
+        # program features (set_program; dcoc.search.program): None = knob features only
+        self.program = None
+        self.pool = None
+        self.pool_key = tuner.task.name
+        self.prog_model = None
+        self._pfeat: dict = {}
+
+    # ------------------------------------------------------------------ program features
+    def set_program(self, features, pool=None, key: str | None = None) -> None:
+        """Re-score each round's best candidates on task-independent program features
+        (``features``: a :class:`dcoc.search.program.ProgramFeatures`), learning also from
+        the other tasks' rows in ``pool`` (a :class:`~dcoc.search.program.SharedPool`)."""
+        self.program = features
+        self.pool = pool
+        if key is not None:
+            self.pool_key = str(key)
+        self.prog_model = ensemble(self.t.cfg, child_seed(self.t.seed, "dcoc", "program-model"))
+        self._pfeat = {}
+
+    @property
+    def program_on(self) -> bool:
+        return self.program is not None and self.t.cfg.program_rerank > 0
+
+    def program_features(self, points) -> np.ndarray:
+        """Program features of points (cached per point)."""
+        pts = [tuple(int(x) for x in p) for p in points]
+        todo = [p for p in dict.fromkeys(pts) if p not in self._pfeat]
+        if todo:
+            F = np.asarray(self.program(np.array(todo, dtype=np.int64)), dtype=np.float32)
+            for p, f in zip(todo, F):
+                self._pfeat[p] = f
+        if not pts:
+            return np.zeros((0, int(self.program.dim)), np.float32)
+        return np.stack([self._pfeat[p] for p in pts])
+
+    def _joint_features(self, points) -> np.ndarray:
+        pts = np.asarray(points, dtype=np.int64).reshape(-1, len(self.dims))
+        return np.concatenate([self.t.space.point_features(pts), self.program_features(pts)], axis=1)
+
+    def pooled_rows(self) -> int:
+        return self.pool.n_rows(exclude=self.pool_key) if self.pool is not None else 0
+
+    def n_init(self) -> int:
+        """Random warm-up size: shorter once other tasks' pooled rows can rank candidates."""
+        cfg = self.t.cfg
+        if self.program_on and self.pooled_rows() >= cfg.program_pool_min:
+            return min(cfg.program_init, cfg.n_init)
+        return cfg.n_init
+
+    def publish(self) -> None:
+        """Put own measurements (program features, throughput / own best) in the pool."""
+        best = max(self.thr) if self.thr else 0.0
+        if self.pool is not None and self.program_on and best > 0:
+            self.pool.put(self.pool_key, self.program_features(self.points),
+                          np.array(self.thr) / best)
+
+    def _refit_program(self) -> None:
+        """Fit the program-feature ensemble on own rows ([knob | program]) and the other
+        tasks' pooled rows ([missing | program])."""
+        Xs, ys = [], []
+        if self.points and self._best > 0:
+            Xs.append(self._joint_features(self.points))
+            ys.append(np.array(self.thr) / self._best)
+        other = self.pool.others(self.pool_key) if self.pool is not None else None
+        if other is not None:
+            Xp, yp = other
+            kdim = self.t.space.point_features(np.zeros((1, len(self.dims)), np.int64)).shape[1]
+            Xs.append(np.concatenate([np.full((len(Xp), kdim), np.nan, np.float32), Xp], axis=1))
+            ys.append(yp)
+        if not ys or max(float(np.max(y)) for y in ys) <= 0:
+            return
+        self.prog_model.fit(np.concatenate(Xs), np.concatenate(ys))
 
     # ------------------------------------------------------------------ data
     def observe(self, point: tuple, cost: float | None) -> None:
@@ -95,6 +167,8 @@ class TaskProblem(Problem):
             X = self.t.space.point_features(np.array(self.points, dtype=np.int64))
             self.model.fit(X, np.array(self.thr))
             self.stale = False
+        if self.program_on:
+            self._refit_program()
 
     def starts(self, W: int):
         cfg = self.t.cfg
@@ -149,9 +223,23 @@ class TaskProblem(Problem):
             and not t.is_visited(t.space.config(tuple(p))) and self.is_valid(tuple(p))))
         if len(cands) < n:  # walks stuck in measured territory: top up with random points
             cands += self.random_valid(n - len(cands), exclude=set(cands))
+        keep = self.t.cfg.program_rerank * max(int(n), 1)
+        if self.program_on and len(cands) > keep:  # only the best go on to program features
+            if self.model.fitted:
+                mu = self.model.predict(self.t.space.point_features(np.array(cands)))
+                order = np.argsort(-mu, kind="stable")[:keep]
+            else:
+                order = np.sort(self.t.rng.choice(len(cands), size=keep, replace=False))
+            cands = [cands[i] for i in order]
         return cands
 
     def predict(self, items):
+        if self.program_on and self.prog_model.fitted:
+            X = self._joint_features(items)
+            mu, sd = self.prog_model.predict_with_uncertainty(X)
+            bad = ~np.isfinite(X[:, -int(self.program.dim):]).all(axis=1)  # does not build
+            mu[bad], sd[bad] = -1.0, 0.0
+            return mu, sd
         if self.model.fitted:
             return self.model.predict_with_uncertainty(self.t.space.point_features(np.array(items)))
         return np.zeros(len(items)), np.ones(len(items))
@@ -209,8 +297,9 @@ class DCOCTuner(Tuner):
                 if planned_at is not None and len(out) == planned_at:
                     break  # the last plan added nothing new: the space is (nearly) exhausted
                 planned_at = len(out)
-                if n_meas() + len(out) < self.cfg.n_init:
-                    k = self.cfg.n_init - n_meas() - len(out)
+                n_init = self.problem.n_init()
+                if n_meas() + len(out) < n_init:
+                    k = n_init - n_meas() - len(out)
                     taken = {self.space.point(c) for c in out}
                     self.plan = self._warmup_points(k, taken)
                 else:
@@ -250,6 +339,7 @@ class DCOCTuner(Tuner):
             except Exception:  # noqa: BLE001 - a foreign config (load_history)
                 continue
             self.problem.observe(p, res.cost if res.valid else None)
+        self.problem.publish()
 
     def load_history(self, data_set, min_seed_records: int = 0):
         inputs, results = zip(*data_set) if data_set else ((), ())

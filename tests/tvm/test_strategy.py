@@ -155,3 +155,42 @@ def test_same_seed_same_first_batch(conv_task, tuner):
 
     a, b, c = first_batch(0), first_batch(0), first_batch(1)
     assert len(a) == 8 and a == b and a != c
+
+
+@pytest.mark.skipif(importlib.util.find_spec("dcoc.tuners.dcoc_tuner") is None,
+                    reason="the dcoc tuner is not available")
+def test_dcoc_strategy_program_features_and_shared_pool(conv_task, builder, runner, tmp_path):
+    """DCOC re-ranks on MetaSchedule's per-store features, publishes its rows to the pool
+    in the shared state, and a later task of the same run starts from that pool."""
+    import numpy as np
+
+    from tvm_plugin.space import make_tune_context
+    from tvm_plugin.strategy import DCOCSearchStrategy
+
+    strat = DCOCSearchStrategy(seed=0)
+    ctx = tune_context(conv_task, strat)
+    _tune(ctx, tmp_path, builder, runner, trials=24, per_iter=8)
+    name = str(ctx.task_name)
+    summary = strat.results[name]
+    assert summary["trials"] == 24 and summary["feature_seconds"] > 0
+    pool = strat.state["pool"]
+    assert pool.tasks() == [name] and pool.n_rows() >= 16
+    feats = strat.features
+    assert feats.dim == 2 * 164
+    X = feats(np.zeros((1, len(strat.tspace.space.knobs)), np.int64))
+    assert X.shape == (1, feats.dim)
+
+    # a second task of the same run (clones share the state) skips the random warm-up
+    from dcoc.core import DCOCConfig
+
+    other = DCOCSearchStrategy(seed=0, state=strat.state, config=DCOCConfig(program_pool_min=16))
+    et = conv_task.ms_task
+    ctx2 = make_tune_context(et.dispatched[0], et.target, "other_task", strategy=other,
+                             num_threads=2, seed=0)
+    spaces = ctx2.space_generator.generate_design_space(ctx2.mod)
+    other._initialize_with_tune_context(ctx2)
+    other.pre_tuning(8, 8, spaces, None, None)
+    assert other.tuner.problem.n_init() == 0
+    assert len(other.generate_measure_candidates()) == 8
+    assert other.tuner.problem.prog_model.fitted      # fitted on the first task's rows only
+    assert other.tuner.problem.n_measured() == 0

@@ -1,0 +1,96 @@
+"""Program features and the pool shared across tasks (dcoc.search.program, TaskProblem)."""
+from __future__ import annotations
+
+import numpy as np
+
+from dcoc.core import DCOCConfig
+from dcoc.search import FunctionMeasurer, Knob, Space, TuningTask
+from dcoc.search.program import SharedPool
+from dcoc.tuners import create
+
+VALUES = tuple(range(12))
+
+
+def _task(name: str, order: str):
+    """The same bowl under two knob layouts: task B names, orders and permutes its knobs
+    differently, so knob features do not carry over -- only program features can."""
+    if order == "ab":
+        sp = Space([Knob("x", VALUES, "tile"), Knob("y", VALUES, "tile")])
+    else:
+        perm = tuple(reversed(VALUES))
+        sp = Space([Knob("v", perm, "tile"), Knob("u", perm[::2] + perm[1::2], "tile")])
+    return TuningTask(name, sp, "test", f"test:{name}", flop=1.0)
+
+
+def _xy(cfg):
+    return (cfg["x"], cfg["y"]) if "x" in cfg else (cfg["u"], cfg["v"])
+
+
+def _cost(task, cfg):
+    x, y = _xy(cfg)
+    return 1.0 + (x - 9) ** 2 + (y - 3) ** 2
+
+
+class Program:
+    """Task-independent features: the loop extents the knobs stand for."""
+
+    dim = 2
+
+    def __init__(self, space):
+        self.space = space
+        self.calls = 0
+
+    def __call__(self, points):
+        self.calls += len(points)
+        return np.array([_xy(self.space.config(tuple(p))) for p in points], np.float32)
+
+
+def _tuner(task, pool, **cfg):
+    t = create("dcoc", task, seed=0, config=DCOCConfig(**cfg))
+    t.problem.set_program(Program(task.space), pool, key=task.name)
+    return t
+
+
+def test_pool_excludes_own_rows_caps_and_drops_unbuildable():
+    pool = SharedPool(max_rows=4)
+    pool.put("a", np.array([[1, 2], [3, 4], [np.nan, 0], [5, 6]]), [0.1, 0.2, 0.3, 1.0])
+    pool.put("b", np.ones((5, 2)), np.full(5, 0.5))
+    assert pool.n_rows() == 8 and pool.n_rows(exclude="a") == 5
+    X, y = pool.others("a")
+    assert X.shape == (4, 2) and np.all(y == 0.5)      # capped at max_rows
+    X, y = pool.others("c")
+    assert len(y) == 4 and np.isfinite(X).all()          # two per task, NaN row dropped
+    assert pool.others("only") is not None and SharedPool().others("a") is None
+
+
+def test_pooled_rows_rank_a_new_task_from_its_first_round():
+    pool = SharedPool()
+    a = _tuner(_task("a", "ab"), pool)
+    a.tune(48, FunctionMeasurer(_cost))
+    assert len(pool.others("b")[1]) == 48
+
+    b = _tuner(_task("b", "vu"), pool)
+    assert b.problem.n_init() == 0                       # the pool replaces the random warm-up
+    first = b.ask(8)
+    shared = [_cost(None, c) for c in first]
+    alone = _tuner(_task("b", "vu"), None)               # same task, no pool: random warm-up
+    assert alone.problem.n_init() == 8
+    cold = [_cost(None, c) for c in alone.ask(8)]
+    # the optimum costs 1, a random point ~50 on average
+    assert np.mean(shared) < 0.5 * np.mean(cold), (shared, cold)
+    assert min(shared) <= 5.0
+
+
+def test_program_features_only_for_the_reranked_candidates_and_off_switch():
+    task = _task("a", "ab")
+    t = _tuner(task, SharedPool(), program_rerank=2)
+    t.tune(40, FunctionMeasurer(_cost))
+    prog = t.problem.program
+    # per round at most 2 x plan_size candidates (and the measured points) are featurized
+    assert 0 < prog.calls <= 40 + 2 * t.cfg.plan_size * t.rounds
+    assert t.problem.prog_model.fitted and t.best_cost < 4.0
+
+    off = _tuner(task, SharedPool(), program_rerank=0)
+    off.tune(24, FunctionMeasurer(_cost))
+    assert not off.problem.program_on and off.problem.program.calls == 0
+    assert off.problem.n_init() == off.cfg.n_init

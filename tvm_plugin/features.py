@@ -1,0 +1,90 @@
+"""MetaSchedule program features of a TraceSpace's points (dcoc.search.program contract).
+
+A point of a :class:`~tvm_plugin.space.TraceSpace` is replayed into a postprocessed
+schedule (:meth:`TraceSpace.apply`), MetaSchedule's ``PerStoreFeature`` extractor (the one
+its XGBoost cost model learns on) gives one 164-wide row per buffer store, and the rows
+are aggregated into a fixed-width vector -- the sum and the maximum over stores -- so that
+every task, whatever its number of stores, lives in the same feature space.
+
+Replaying and extracting costs about 20 ms per point on a 2-core machine, so the DCOC
+tuner asks for program features only for the few candidates a round re-ranks
+(``DCOCConfig.program_rerank``); the schedules built for them are kept (a bounded cache)
+so that the search strategy does not replay a chosen candidate a second time.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+
+class MSProgramFeatures:
+    """``features(points) -> [n, 2 * 164]`` for one MetaSchedule task (NaN: does not build).
+
+    ``tspace``: the task's :class:`~tvm_plugin.space.TraceSpace`; ``context``: its
+    TuneContext (the extractor needs it); ``keep``: schedules kept for :meth:`schedule`.
+    """
+
+    def __init__(self, tspace, context, keep: int = 256):
+        from tvm.s_tir import meta_schedule as ms
+
+        self.ts = tspace
+        self.ctx = context
+        self.extractor = ms.feature_extractor.PerStoreFeature()
+        self.keep = int(keep)
+        self._sch: OrderedDict = OrderedDict()
+        self.seconds = 0.0
+        self.n_points = 0
+        self.dim = 0
+        sch = tspace.apply(tspace.default_config(0))
+        if sch is not None:
+            self.dim = int(self._extract([sch]).shape[1])
+        if not self.dim:
+            raise ValueError(f"task '{tspace.task_name}': the default schedule gives no program features")
+
+    def _extract(self, schs) -> np.ndarray:
+        from tvm.s_tir import meta_schedule as ms
+
+        cands = [ms.MeasureCandidate(s, ms.arg_info.ArgInfo.from_prim_func(s.mod["main"]))
+                 for s in schs]
+        rows = []
+        for f in self.extractor.extract_from(self.ctx, cands):
+            a = np.asarray(f.numpy(), dtype=np.float32)
+            if a.ndim != 2 or not len(a):
+                a = np.zeros((1, a.shape[-1] if a.ndim == 2 else 164), np.float32)
+            rows.append(np.concatenate([a.sum(axis=0), a.max(axis=0)]))
+        return np.stack(rows)
+
+    def __call__(self, points) -> np.ndarray:
+        import time
+
+        t0 = time.perf_counter()
+        space = self.ts.space
+        out = np.full((len(points), self.dim), np.nan, np.float32)
+        schs, where = [], []
+        for i, p in enumerate(np.asarray(points, dtype=np.int64)):
+            cfg = space.config(tuple(int(x) for x in p))
+            sch = self.ts.apply(cfg)
+            if sch is None:
+                continue
+            self._remember(space.key(cfg), sch)
+            schs.append(sch)
+            where.append(i)
+        if schs:
+            out[where] = self._extract(schs)
+        self.seconds += time.perf_counter() - t0
+        self.n_points += len(points)
+        return out
+
+    def _remember(self, key, sch) -> None:
+        self._sch[key] = sch
+        self._sch.move_to_end(key)
+        while len(self._sch) > self.keep:
+            self._sch.popitem(last=False)
+
+    def schedule(self, config: dict):
+        """The schedule built for ``config`` while featurizing it, if still kept (else None)."""
+        return self._sch.pop(self.ts.space.key(config), None)
+
+
+__all__ = ["MSProgramFeatures"]
