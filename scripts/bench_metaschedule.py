@@ -369,6 +369,7 @@ def summarize(rows: list[dict], ref: str = "evolutionary") -> str:
         if unt:
             lines.append(f"{w} untuned (same pipeline, no schedules): {statistics.median(unt):.3f} ms")
     lines += model_targets(rows, ref)
+    lines += model_ablations(rows)
     return "\n".join(lines)
 
 
@@ -404,6 +405,35 @@ def model_targets(rows: list[dict], ref: str = "evolutionary", target_lat: float
             met = "met" if lr <= target_lat and tr <= target_time else "not met"
             out.append(f"| {b} | {s} | {len(keys)} | {lr:.3f} | {tr:.3f} | {t.better}/{t.worse} | "
                        f"{fmt_p(t.p)} | {met} |")
+    return out
+
+
+def model_ablations(rows: list[dict], ref: str = "dcoc") -> list[str]:
+    """DCOC variants (specs ``dcoc:...`` and other dcoc tuners) against ``ref`` on the same
+    (model, seed) pairs: geomean latency ratio and a paired Wilcoxon test, per budget."""
+    from dcoc.stats import fmt_p, paired_test
+
+    per: dict = {}
+    for r in rows:
+        w = ALIASES.get(r.get("workload"), r.get("workload"))
+        if w in MODELS and r.get("strategy") != "onnxruntime":
+            per.setdefault(r["budget"], {}).setdefault(r["strategy"], {})[(w, r["seed"])] = r
+    out = []
+    for b in sorted(per):
+        refs = per[b].get(ref, {})
+        for s, rs in per[b].items():
+            if s == ref or not s.startswith("dcoc"):
+                continue
+            keys = [k for k in rs if k in refs]
+            if not keys:
+                continue
+            if not out:
+                out = ["", f"DCOC ablations on whole models, vs {ref} (ratio < 1: the variant "
+                       "is faster):", "", "| budget | variant | pairs | latency ratio | "
+                       "better/worse | p |", "|---|---|---|---|---|---|"]
+            lr = _gmean([rs[k]["best_ms"] / refs[k]["best_ms"] for k in keys])
+            t = paired_test([refs[k]["best_ms"] for k in keys], [rs[k]["best_ms"] for k in keys])
+            out.append(f"| {b} | {s} | {len(keys)} | {lr:.3f} | {t.better}/{t.worse} | {fmt_p(t.p)} |")
     return out
 
 

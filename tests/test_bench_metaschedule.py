@@ -1,0 +1,35 @@
+"""The MetaSchedule benchmark's read-out (no tuning: synthetic rows)."""
+from __future__ import annotations
+
+import pytest
+
+from scripts.bench_metaschedule import model_ablations, model_targets, summarize
+
+
+def _rows():
+    rows = [{"workload": "small_cnn", "task": "small_cnn", "strategy": "onnxruntime",
+             "best_ms": 0.1, "threads": 2}]
+    for w, base in (("small_cnn", 1.0), ("transformer", 30.0)):
+        for seed in range(3):
+            for s, f, t in (("evolutionary", 1.0, 100.0), ("dcoc", 0.9, 20.0),
+                            ("dcoc:program_rerank=0", 1.1, 20.0)):
+                rows.append({"workload": w, "task": w, "budget": 64, "seed": seed, "strategy": s,
+                             "best_ms": base * f * (1 + 0.01 * seed), "tune_s": t,
+                             "ort_ms": base / 4})
+    return rows
+
+
+def test_targets_and_ablations_pair_model_seed():
+    out = "\n".join(model_targets(_rows()))
+    line = next(ln for ln in out.splitlines() if ln.startswith("| 64 | dcoc |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[2] == "6" and float(cells[3]) == pytest.approx(0.9, abs=1e-3)
+    assert float(cells[4]) == pytest.approx(0.2, abs=1e-3) and cells[5] == "6/0"
+    assert cells[7] == "met"                           # 0.9 <= 0.95 and 0.2 <= 0.5
+    bad = next(ln for ln in out.splitlines() if "program_rerank=0 |" in ln)
+    assert bad.rstrip().endswith("not met |")
+    abl = "\n".join(model_ablations(_rows()))
+    line = next(ln for ln in abl.splitlines() if "program_rerank=0" in ln)
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert float(cells[3]) == pytest.approx(1.1 / 0.9, abs=1e-3) and cells[4] == "0/6"
+    assert "transformer tuned with dcoc at budget 64" in summarize(_rows())
