@@ -91,8 +91,9 @@ class DCOCConfig:
     exhaustive_limit: int = 50_000  # proposer=surrogate: score every point of spaces up to this size
     sa_steps: int = 60            # proposer=surrogate, larger spaces: annealing steps per chain
     # ---- program features (tasks that provide them, e.g. MetaSchedule; dcoc.search.program)
-    program_rerank: int = 4       # candidates re-scored on program features per measurement of a
-                                  # round (the rest are cut by the knob-feature ensemble); 0: off
+    program_rerank: int = 0       # candidates re-scored on program features per measurement of a
+                                  # round (the rest are cut by the knob-feature ensemble); 0: off.
+                                  # Opt-in (4): no significant gain on whole models (method.md §13)
     program_init: int = 0         # random warm-up of a task once the shared pool holds other
                                   # tasks' rows (else n_init): the pooled model ranks from round one
     program_pool_min: int = 32    # ... pooled rows of other tasks needed for that

@@ -15,12 +15,12 @@ Every strategy gets the same budget (``--budgets``), the same builder (one
 :class:`~tvm_plugin.build.PersistentBuilder` for the whole run) and the same runner
 (``LocalRunner``, ``number=3, repeat=1, min_repeat_ms=10``), ``num_trials_per_iter=16``.
 ``dcoc`` = :class:`~tvm_plugin.strategy.DCOCSearchStrategy` (MetaSchedule cost model
-``"random"``, i.e. unused; DCOC's own ensembles learn on knob and program features, with
-a pool shared by the model's tasks: docs/method.md §13); ``evolutionary`` =
+``"random"``, i.e. unused; DCOC's own ensemble learns on knob features); ``evolutionary`` =
 ``EvolutionarySearch(population_size=P)`` with MetaSchedule's XGBoost cost model (``P`` =
 512, MetaSchedule's default; 128 in ``--quick``); ``replay-trace`` = ``ReplayTrace``
-(random decisions, no model).  DCOC ablations are specs: ``dcoc:program_rerank=0`` (knob
-features only, round 1's strategy), ``dcoc:program_share=false`` (no pool across tasks),
+(random decisions, no model).  DCOC variants are specs: ``dcoc:program_rerank=4`` (the
+opt-in program features with a pool shared by the model's tasks, docs/method.md §13),
+``dcoc:program_rerank=4,program_share=false`` (program features, no pool),
 ``dcoc-noagents`` (no agents).
 
 Reported per run: the best schedule's latency (after the strategies of one
@@ -95,7 +95,7 @@ def _task(model: str, name: str, target):
 
 
 def _strategy(spec: str, seed: int, population: int):
-    """(strategy, cost model) for a spec: a name, or ``dcoc:program_rerank=0`` style."""
+    """(strategy, cost model) for a spec: a name, or ``dcoc:program_rerank=4`` style."""
     from scripts.bench_sw import parse_spec, tuner_kwargs
     from tvm_plugin.tune import make_strategy
 
@@ -448,8 +448,8 @@ def main(argv=None) -> int:
                          "(small_cnn transformer mobilenetv2 resnet18; model = small_cnn)")
     ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES),
                     help="evolutionary, replay-trace, dcoc or any dcoc tuner, with settings as "
-                         "specs: dcoc:program_rerank=0 (knob features only), "
-                         "dcoc:program_share=false (no pool across tasks)")
+                         "specs: dcoc:program_rerank=4 (program features + pool across "
+                         "tasks), dcoc:program_rerank=4,program_share=false (no pool)")
     ap.add_argument("--population", type=int, default=None,
                     help="EvolutionarySearch population (default 512; 128 with --quick)")
     ap.add_argument("--quick", action="store_true", help="budget 16, seed 0 (a few minutes)")

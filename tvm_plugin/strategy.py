@@ -290,7 +290,7 @@ class _TunerStrategy(PySearchStrategy):
 
     def _program_features(self):
         """Give a DCOC tuner the task's program features and the run's shared pool
-        (dcoc.search.program; off with ``DCOCConfig(program_rerank=0)``)."""
+        (dcoc.search.program; opt-in: ``DCOCConfig(program_rerank=4)``)."""
         problem = getattr(self.tuner, "problem", None)
         cfg = getattr(self.tuner, "cfg", None)
         if problem is None or not hasattr(problem, "set_program") or cfg.program_rerank <= 0:

@@ -16,8 +16,9 @@ This module is the TVM-free half of that contract:
   space, as ``(features, throughput normalized by the task's best)``; each task's tuner
   :meth:`SharedPool.put` s its own rows and trains on :meth:`SharedPool.others`.
 
-How the DCOC tuner uses both (:class:`dcoc.tuners.dcoc_tuner.TaskProblem`; docs/method.md
-§13): the agents walk on the fast knob-feature ensemble, the best ``program_rerank x n``
+How the DCOC tuner uses both when ``DCOCConfig.program_rerank > 0`` (opt-in: no
+significant gain on whole models yet; :class:`dcoc.tuners.dcoc_tuner.TaskProblem`,
+docs/method.md §13): the agents walk on the fast knob-feature ensemble, the best ``program_rerank x n``
 candidates of a round are re-scored by a second ensemble on ``[knob | program]`` features
 fitted on the task's own measurements plus the other tasks' pooled rows (their knob
 columns missing, which XGBoost handles natively), and confidence sampling picks from those.

@@ -46,6 +46,7 @@ class Program:
 
 
 def _tuner(task, pool, **cfg):
+    cfg.setdefault("program_rerank", 4)     # opt-in (DCOCConfig default 0)
     t = create("dcoc", task, seed=0, config=DCOCConfig(**cfg))
     t.problem.set_program(Program(task.space), pool, key=task.name)
     return t

@@ -164,10 +164,12 @@ def test_dcoc_strategy_program_features_and_shared_pool(conv_task, builder, runn
     in the shared state, and a later task of the same run starts from that pool."""
     import numpy as np
 
+    from dcoc.core import DCOCConfig
     from tvm_plugin.space import make_tune_context
     from tvm_plugin.strategy import DCOCSearchStrategy
 
-    strat = DCOCSearchStrategy(seed=0)
+    assert DCOCConfig().program_rerank == 0               # opt-in
+    strat = DCOCSearchStrategy(seed=0, config=DCOCConfig(program_rerank=4))
     ctx = tune_context(conv_task, strat)
     _tune(ctx, tmp_path, builder, runner, trials=24, per_iter=8)
     name = str(ctx.task_name)
@@ -181,9 +183,8 @@ def test_dcoc_strategy_program_features_and_shared_pool(conv_task, builder, runn
     assert X.shape == (1, feats.dim)
 
     # a second task of the same run (clones share the state) skips the random warm-up
-    from dcoc.core import DCOCConfig
-
-    other = DCOCSearchStrategy(seed=0, state=strat.state, config=DCOCConfig(program_pool_min=16))
+    other = DCOCSearchStrategy(seed=0, state=strat.state,
+                               config=DCOCConfig(program_rerank=4, program_pool_min=16))
     et = conv_task.ms_task
     ctx2 = make_tune_context(et.dispatched[0], et.target, "other_task", strategy=other,
                              num_threads=2, seed=0)
