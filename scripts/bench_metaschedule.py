@@ -194,10 +194,11 @@ def _tune_task(task, strategy, cost_model, budget, seed, builder, runner, work_d
             "tune_s": wall, "_kernel": _best_kernel(db, ctx.mod, et.target)}
 
 
-def _time_models(exes: dict, target, model, proto, inputs: dict, threads: int,
+def _time_models(exes: dict, target, model, onnx_src, inputs: dict, threads: int,
                  rounds: int = 3) -> dict:
     """Compiled models and ONNX Runtime timed in alternating rounds (median of 3 timings
-    of >= 100 ms each; fastest round kept): {strategy or "onnxruntime": ms}."""
+    of >= 100 ms each; fastest round kept): {strategy or "onnxruntime": ms}. ``onnx_src``:
+    the ONNX model as a path or serialized bytes (what ONNX Runtime's session takes)."""
     from tvm_plugin.build import measure_latency
 
     arrays = [inputs[n] for n in model.input_shapes]
@@ -205,7 +206,7 @@ def _time_models(exes: dict, target, model, proto, inputs: dict, threads: int,
     for _ in range(rounds):
         for k, ex in exes.items():
             best[k] = min(best[k], measure_latency(ex, target, arrays, repeat=3)["median_ms"])
-        best["onnxruntime"] = min(best["onnxruntime"], _ort_latency(proto, inputs, threads, 3))
+        best["onnxruntime"] = min(best["onnxruntime"], _ort_latency(onnx_src, inputs, threads, 3))
     return best
 
 

@@ -41,7 +41,9 @@ class TaskProblem(Problem):
         space = tuner.space
         self.agent_space = space
         self.dims = np.array(space.dims, dtype=np.int64)
-        desc = space.point_features(np.zeros((1, len(self.dims)), np.int64))[0, len(space.knobs):]
+        knob_feat = space.point_features(np.zeros((1, len(self.dims)), np.int64))[0]
+        self._knob_dim = len(knob_feat)   # width of the knob features (fixed per space)
+        desc = knob_feat[len(space.knobs):]
         self.context = (np.asarray(desc, np.float32) / 16.0) if len(desc) else np.zeros(0, np.float32)
         self.context_dim = len(self.context)
         self.cluster_after = tuner.cfg.n_init
@@ -59,6 +61,7 @@ class TaskProblem(Problem):
         self.pool_key = tuner.task.name
         self.prog_model = None
         self._pfeat: dict = {}
+        self._prog_fit_key = None         # (own rows, pooled rows) at the last program refit
 
     # ------------------------------------------------------------------ program features
     def set_program(self, features, pool=None, key: str | None = None) -> None:
@@ -71,6 +74,7 @@ class TaskProblem(Problem):
             self.pool_key = str(key)
         self.prog_model = ensemble(self.t.cfg, child_seed(self.t.seed, "dcoc", "program-model"))
         self._pfeat = {}
+        self._prog_fit_key = None
 
     @property
     def program_on(self) -> bool:
@@ -111,7 +115,11 @@ class TaskProblem(Problem):
 
     def _refit_program(self) -> None:
         """Fit the program-feature ensemble on own rows ([knob | program]) and the other
-        tasks' pooled rows ([missing | program])."""
+        tasks' pooled rows ([missing | program]). Skipped when neither changed since the
+        last fit (pooled rows only grow, so the two counts identify the data)."""
+        key = (len(self.points), self.pooled_rows())
+        if key == self._prog_fit_key:
+            return
         Xs, ys = [], []
         if self.points and self._best > 0:
             Xs.append(self._joint_features(self.points))
@@ -119,12 +127,13 @@ class TaskProblem(Problem):
         other = self.pool.others(self.pool_key) if self.pool is not None else None
         if other is not None:
             Xp, yp = other
-            kdim = self.t.space.point_features(np.zeros((1, len(self.dims)), np.int64)).shape[1]
-            Xs.append(np.concatenate([np.full((len(Xp), kdim), np.nan, np.float32), Xp], axis=1))
+            Xs.append(np.concatenate([np.full((len(Xp), self._knob_dim), np.nan, np.float32), Xp],
+                                     axis=1))
             ys.append(yp)
         if not ys or max(float(np.max(y)) for y in ys) <= 0:
             return
         self.prog_model.fit(np.concatenate(Xs), np.concatenate(ys))
+        self._prog_fit_key = key
 
     # ------------------------------------------------------------------ data
     def observe(self, point: tuple, cost: float | None) -> None:

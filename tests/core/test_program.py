@@ -95,3 +95,24 @@ def test_program_features_only_for_the_reranked_candidates_and_off_switch():
     off.tune(24, FunctionMeasurer(_cost))
     assert not off.problem.program_on and off.problem.program.calls == 0
     assert off.problem.n_init() == off.cfg.n_init
+
+
+def test_program_model_refits_only_when_own_or_pooled_rows_change():
+    pool = SharedPool()
+    t = _tuner(_task("a", "ab"), pool)
+    t.tune(24, FunctionMeasurer(_cost))
+    t.problem.refit()                                    # fit on the last round's rows
+    fits = []
+    fit = t.problem.prog_model.fit
+    t.problem.prog_model.fit = lambda X, y: (fits.append(len(y)), fit(X, y))
+    t.problem.refit()
+    t.problem.refit()                                    # nothing new: no refit
+    assert fits == []
+    pool.put("other", np.ones((3, 2), np.float32), np.full(3, 0.5))
+    t.problem.refit()                                    # another task published rows
+    assert fits == [24 + 3]
+    t.problem.refit()
+    assert fits == [27]
+    t.problem.observe((0, 0), 5.0)                      # a new own measurement
+    t.problem.refit()
+    assert fits == [27, 28]
