@@ -380,6 +380,22 @@ def _jsonable(x):
     return x
 
 
+#: a section whose title line contains this is kept as it is when the file is regenerated
+HAND_MARK = "written by hand"
+
+
+def hand_written(text: str) -> str:
+    """The hand-written tail of an existing RESULTS.md: everything from the first ``## ``
+    heading that contains :data:`HAND_MARK` (studies run by their own scripts, too long for
+    ``make bench``), or "" when there is none.  ``main`` appends it after the generated
+    sections, so regenerating the file never loses them."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("## ") and HAND_MARK in line:
+            return "\n".join(lines[i:]).rstrip() + "\n"
+    return ""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", choices=list(SUITES), default="quick")
@@ -416,8 +432,12 @@ def main(argv=None) -> int:
             f"{' (uncommitted changes)' if dirty else ''}; "
             f"machine: {machine()}.  Total wall time {time.perf_counter() - t0:.0f} s.  "
             "How to read each number: [method.md §8](method.md#8-how-to-read-the-numbers-in-resultsmd).", ""]
+    kept = ""
+    if os.path.exists(a.out):
+        with open(a.out) as f:
+            kept = hand_written(f.read())
     with open(a.out, "w") as f:
-        f.write("\n".join(head + parts) + "\n")
+        f.write("\n".join(head + parts) + "\n" + ("\n" + kept if kept else ""))
     os.makedirs(os.path.join(ROOT, "runs"), exist_ok=True)
     with open(os.path.join(ROOT, "runs", f"bench_raw_{a.suite}.json"), "w") as f:
         json.dump(_jsonable(raw), f, default=str)
