@@ -97,6 +97,11 @@ class DCOCConfig:
     program_init: int = 0         # random warm-up of a task once the shared pool holds other
                                   # tasks' rows (else n_init): the pooled model ranks from round one
     program_pool_min: int = 32    # ... pooled rows of other tasks needed for that
+    program_cold: int = 0         # a task with no fitted model of its own whose program model is
+                                  # fitted (from the pool): re-score this many candidates per
+                                  # measurement instead (topped up with random valid points), so
+                                  # the pooled model picks from a wide sample, as EvolutionarySearch
+                                  # ranks its population; 0: program_rerank as on warm tasks
     program_share: bool = True    # learn also from the other tasks' pooled rows (one model per
                                   # run, as MetaSchedule's cost model); False: own rows only
     mappo: MAPPOConfig = field(default_factory=MAPPOConfig)

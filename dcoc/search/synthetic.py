@@ -79,8 +79,6 @@ def exhaustive_optimum(task: TuningTask) -> tuple[dict, float]:
 # * cost = 1e-3 * (1 + sum over pairs), so the optimum costs exactly 1 ms.
 
 def _interacting_targets(seed: int, n_pairs: int, n_choices: int):
-    import numpy as np
-
     from dcoc.seeding import child_rng
 
     rng = child_rng(seed, "interacting-targets")

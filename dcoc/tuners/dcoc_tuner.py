@@ -232,7 +232,14 @@ class TaskProblem(Problem):
             and not t.is_visited(t.space.config(tuple(p))) and self.is_valid(tuple(p))))
         if len(cands) < n:  # walks stuck in measured territory: top up with random points
             cands += self.random_valid(n - len(cands), exclude=set(cands))
-        keep = self.t.cfg.program_rerank * max(int(n), 1)
+        cfg = self.t.cfg
+        keep = cfg.program_rerank * max(int(n), 1)
+        if self.program_on and cfg.program_cold > 0 and not self.model.fitted \
+                and self.prog_model.fitted:
+            # cold task, warm pool: the pooled model ranks a wide random sample
+            keep = cfg.program_cold * max(int(n), 1)
+            if len(cands) < keep:
+                cands += self.random_valid(keep - len(cands), exclude=set(cands))
         if self.program_on and len(cands) > keep:  # only the best go on to program features
             if self.model.fitted:
                 mu = self.model.predict(self.t.space.point_features(np.array(cands)))

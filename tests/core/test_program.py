@@ -116,3 +116,18 @@ def test_program_model_refits_only_when_own_or_pooled_rows_change():
     t.problem.observe((0, 0), 5.0)                      # a new own measurement
     t.problem.refit()
     assert fits == [27, 28]
+
+
+def test_cold_task_ranks_a_wider_sample_with_program_cold():
+    pool = SharedPool()
+    a = _tuner(_task("a", "ab"), pool)
+    a.tune(48, FunctionMeasurer(_cost))
+    means = {}
+    for cold in (0, 16):
+        b = _tuner(_task("b", "vu"), pool, program_cold=cold)
+        first = b.ask(8)
+        means[cold] = np.mean([_cost(None, c) for c in first])
+        if cold:
+            # 16 x 8 candidates went through the program model (a 12 x 12 space: nearly all)
+            assert b.problem.program.calls >= 100
+    assert means[16] < means[0], means
