@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 
 from dcoc.errors import DcocError
 
@@ -83,8 +85,25 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
+    got_sigint: list[int] = []
+
+    def on_sigint(signum, frame):
+        # remember it: a KeyboardInterrupt raised while a finalizer or a callback runs is
+        # swallowed by Python ("Exception ignored in ..."), and the run would end with 0
+        got_sigint.append(signum)
+        signal.default_int_handler(signum, frame)
+
+    # only where Ctrl-C raises KeyboardInterrupt already (not in threads, not where SIGINT
+    # is ignored, e.g. background jobs of a non-interactive shell)
+    old = None
+    if threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        old = signal.signal(signal.SIGINT, on_sigint)
     try:
-        return int(args._run(args) or 0)
+        rc = int(args._run(args) or 0)
+        if got_sigint:
+            raise KeyboardInterrupt
+        return rc
     except DcocError as exc:
         print(f"dcoc: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -94,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # `dcoc tasks x | head`
         return 0
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -247,6 +247,35 @@ def test_ctrl_c_exits_130_keeps_records_and_resumes(tmp_path, tmp_path_factory):
     _check_resumed(wd, _uninterrupted(tmp_path_factory, "xgb", 200), 200)
 
 
+def test_ctrl_c_swallowed_by_a_finalizer_still_exits_130(monkeypatch, capsys):
+    """A KeyboardInterrupt raised while a finalizer runs is swallowed by Python; the run then
+    finishes, and the CLI must still report the interruption (exit 130)."""
+    import argparse
+    import gc
+
+    import dcoc.cli as cli
+
+    class Finalized:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)   # the handler runs here: swallowed
+
+    def run(args):
+        Finalized()
+        gc.collect()
+        return 0
+
+    def parser():
+        p = argparse.ArgumentParser()
+        p.set_defaults(_run=run)
+        return p
+
+    monkeypatch.setattr(cli, "build_parser", parser)
+    before = signal.getsignal(signal.SIGINT)
+    assert cli.main([]) == 130
+    assert "dcoc: interrupted" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGINT) is before
+
+
 # ========================================================================== tune-task
 def test_tune_task_command_and_resume(tmp_path):
     from dcoc.search.vta_task import resnet18_layer
