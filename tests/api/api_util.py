@@ -141,8 +141,11 @@ def start_and_signal(args, records_path, min_lines: int, sig, timeout: float = 1
 
     Returns lines_at_signal = None when the run finished before the records got there.
     """
+    # SIGINT back to its default in the child: a test run started in the background of a
+    # non-interactive shell inherits SIGINT ignored, and Ctrl-C would then do nothing
     p = subprocess.Popen(dcoc_cmd(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=cli_env(), start_new_session=True)
+                         text=True, env=cli_env(), start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + timeout
     at = None
     try:

@@ -270,10 +270,14 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_exits_130(monkeypatch, capsys):
         return p
 
     monkeypatch.setattr(cli, "build_parser", parser)
-    before = signal.getsignal(signal.SIGINT)
-    assert cli.main([]) == 130
-    assert "dcoc: interrupted" in capsys.readouterr().err
-    assert signal.getsignal(signal.SIGINT) is before
+    # as in a terminal (pytest-xdist workers, or a background job, may have SIGINT ignored)
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert cli.main([]) == 130
+        assert "dcoc: interrupted" in capsys.readouterr().err
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # restored
+    finally:
+        signal.signal(signal.SIGINT, saved)
 
 
 # ========================================================================== tune-task
