@@ -230,16 +230,14 @@ class TaskProblem(Problem):
         cands = list(dict.fromkeys(
             tuple(int(x) for x in p) for p in points if tuple(p) not in self._measured
             and not t.is_visited(t.space.config(tuple(p))) and self.is_valid(tuple(p))))
-        if len(cands) < n:  # walks stuck in measured territory: top up with random points
-            cands += self.random_valid(n - len(cands), exclude=set(cands))
         cfg = self.t.cfg
-        keep = cfg.program_rerank * max(int(n), 1)
-        if self.program_on and cfg.program_cold > 0 and not self.model.fitted \
-                and self.prog_model.fitted:
-            # cold task, warm pool: the pooled model ranks a wide random sample
-            keep = cfg.program_cold * max(int(n), 1)
-            if len(cands) < keep:
-                cands += self.random_valid(keep - len(cands), exclude=set(cands))
+        # cold task, warm pool: the pooled model ranks a wide sample (program_cold x n)
+        cold = self.program_on and cfg.program_cold > 0 and not self.model.fitted \
+            and self.prog_model.fitted
+        keep = (cfg.program_cold if cold else cfg.program_rerank) * max(int(n), 1)
+        want = keep if cold else n
+        if len(cands) < want:  # walks stuck in measured territory (or cold): random points
+            cands += self.random_valid(want - len(cands), exclude=set(cands))
         if self.program_on and len(cands) > keep:  # only the best go on to program features
             if self.model.fitted:
                 mu = self.model.predict(self.t.space.point_features(np.array(cands)))
