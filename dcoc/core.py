@@ -41,7 +41,7 @@ import numpy as np
 from dcoc.agents.mappo import MAPPOConfig
 from dcoc.sampling import ConfidenceConfig, confidence_select
 
-PROPOSERS = ("agents", "surrogate")
+PROPOSERS = ("agents", "surrogate", "both")
 SELECTS = ("confidence", "topk")
 
 
@@ -83,7 +83,10 @@ class DCOCConfig:
     n_elites: int = 8             # per task: how many best configs walkers start from
     # ---- ablations (flags of this one algorithm; see the module docstring)
     learn: bool = True            # False: the agents are never updated (dcoc-frozen)
-    proposer: str = "agents"      # agents | surrogate (dcoc-noagents, surrogate)
+    proposer: str = "agents"      # who proposes candidates: agents (their walks) | surrogate (the
+                                  # ensemble's own search: dcoc-noagents, surrogate) | both (the
+                                  # two pooled; opt-in: better on the co-design tuning set, worse
+                                  # on the evaluation model, docs/method.md §12)
     select: str = "confidence"    # confidence | topk (dcoc-topk, surrogate)
     cluster_bootstrap: int = 5    # agents="clustered": partitions compared on bootstrap resamples
     cluster_agreement: float = 0.8  # ... and adopted only if this share of them agree (else the
@@ -192,6 +195,7 @@ class DCOCCore:
                  agent_seed: Callable[[int], int]):
         self.p = problem
         self.cfg = cfg
+        self.proposer = cfg.proposer    # agents | surrogate | both
         self.rng = rng
         self.agent_seed = agent_seed
         self.agents = None
@@ -211,7 +215,7 @@ class DCOCCore:
         """Build the agents; ``clustered`` re-forms them once enough data exists."""
         from dcoc.agents import MAPPO, make_groups
 
-        if self.cfg.proposer != "agents":
+        if self.proposer == "surrogate":
             return
         mode = self.cfg.agents
         want_cluster = (mode == "clustered" and not self._clustered
@@ -335,17 +339,25 @@ class DCOCCore:
         self.ensure_agents()
         dims, starts, ctx = p.starts(self.cfg.mappo.n_walkers)
         metrics: dict = {}
-        if self.cfg.proposer == "agents":
+        extra: dict = {}
+        parts = []
+        if self.proposer in ("agents", "both"):
             walk = self.agents.rollout(dims, starts, ctx, p.score, p.valid)
             if self.cfg.learn:
                 metrics = self.agents.update()
             else:
                 self.agents.buffer.clear()  # frozen: the walks teach nothing
-            points, walkers = walk.points, walk.walkers
+            parts.append((walk.points, walk.walkers))
             extra = {"invalid_moves": walk.invalid_moves, "mean_reward": walk.mean_reward}
-        else:
-            points, walkers = self._surrogate_search(dims, starts, ctx)
-            extra = {}
+        if self.proposer in ("surrogate", "both"):
+            # "both": the surrogate's search from the same starts joins the agents' walks;
+            # the cost model's selection then decides between them
+            parts.append(self._surrogate_search(dims, starts, ctx))
+        K = np.shape(dims)[-1]
+        points = np.concatenate([np.asarray(pt, dtype=np.int64).reshape(-1, K) for pt, _ in parts])
+        walkers = np.concatenate([np.asarray(w, dtype=np.int64) for _, w in parts])
+        if len(parts) == 2:
+            extra["from_agents"], extra["from_surrogate"] = (int(len(pt)) for pt, _ in parts)
         cands = p.candidates(points, walkers, n)
         if not cands:
             return []

@@ -80,11 +80,17 @@ def best_known(model: str, board: str, extra=(), top: int = 20, quiet: bool = Fa
 
 # ------------------------------------------------------------------------- runs
 def source_dir(model: str, board: str, trials: int, seed: int) -> str:
+    """The cached source run's directory, keyed by the timing model and DCOC's default
+    settings (a changed default must not reuse runs made under the old one)."""
+    import hashlib
+
     from dcoc.benchmarks import cache_root, timing_model_tag
+    from dcoc.core import DCOCConfig
     from dcoc.vta.report import MODEL_EPILOGUE
 
+    cfg = hashlib.sha256(repr(DCOCConfig()).encode()).hexdigest()[:8]
     return os.path.join(cache_root("transfer"), "sources",
-                        f"{model}_{board}_dcoc_t{trials}_s{seed}_{timing_model_tag(MODEL_EPILOGUE)}")
+                        f"{model}_{board}_dcoc_t{trials}_s{seed}_{timing_model_tag(MODEL_EPILOGUE)}_{cfg}")
 
 
 def source_run(model: str, board: str, trials: int, seed: int, quiet: bool = False) -> str:
@@ -135,8 +141,10 @@ def _run(model, board, method, seed, trials, sources):
             kw[k] = {"True": True, "False": False}.get(v, None) if v in ("True", "False") else int(v)
         cfg = DCOCConfig(codesign=CoDesignConfig(**kw))
         drv = cd.make_driver(s, bd, "dcoc", seed, config=cfg, prior=list(sources))
-    else:
-        drv = cd.make_driver(s, bd, name, seed)
+    else:  # a tuner, with DCOC settings if given (``dcoc:proposer=agents``)
+        from scripts.bench_sw import parse_spec, tuner_kwargs
+
+        drv = cd.make_driver(s, bd, name, seed, **tuner_kwargs(*parse_spec(method)))
     drv.run()
     return {"model": model, "board": board, "method": method, "seed": seed, "trials": s.trials,
             "latency_ms": s.best_latency * 1e3, "hw": s.best_hw, "hw_obj": s.hw[s.best_hw],

@@ -81,6 +81,18 @@ def test_dcoc_codesign_decides_and_spends_the_budget(tuner):
         assert d.agents.updates == 0
     if tuner in ("dcoc-noagents", "surrogate"):
         assert d.agents is None
+    else:
+        assert d.core.proposer == "agents" and d.agents is not None
+
+
+def test_both_proposers_in_codesign_pool_walks_and_annealing():
+    s = _session(budget=60, tuner="dcoc")
+    d = cd.make_driver(s, BOARD, "dcoc", 0, config=small_config(), proposer="both")
+    s.run(d)
+    assert s.trials == 60 and math.isfinite(s.best_latency)
+    assert d.agents is not None and d.agents.updates > 0
+    rounds = [r for r in d.core.log if "from_agents" in r]
+    assert rounds and all(r["from_agents"] > 0 and r["from_surrogate"] > 0 for r in rounds)
 
 
 @pytest.mark.parametrize("tuner", ["random", "xgb", "ga"])

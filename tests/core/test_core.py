@@ -108,6 +108,22 @@ def test_surrogate_annealing_when_the_space_is_too_large():
     assert len(core.propose(4)) == 4
 
 
+def test_both_proposers_pool_the_agents_walks_and_the_surrogate_search():
+    """proposer="both": the agents walk (and learn) and the surrogate's search joins their
+    candidates; the selection sees the union of what either proposer alone would give."""
+    p_agents, p_sur, p_both = Bowl(), Bowl(), Bowl()
+    agents = _core(p_agents)
+    sur = _core(p_sur, proposer="surrogate", exhaustive_limit=10, sa_steps=20)
+    both = _core(p_both, proposer="both", exhaustive_limit=10, sa_steps=20)
+    out = both.propose(4)
+    assert len(out) == 4 and both.agents is not None and both.agents.updates == 1
+    agents.propose(4)
+    sur.propose(4)
+    log = both.log[-1]
+    assert log["from_agents"] > 0 and log["from_surrogate"] > 0
+    assert log["candidates"] > max(agents.log[-1]["candidates"], sur.log[-1]["candidates"])
+
+
 def test_clustered_agents_keep_the_fixed_split_below_the_clustering_gate():
     """Below dcoc.agents.clustering.MIN_POINTS a partition is noise (docs/method.md §2):
     'clustered' keeps the fixed split, checks again on more data, and never adopts it."""
@@ -162,7 +178,7 @@ def test_frozen_variant_differs_from_dcoc_only_by_the_updates():
     for t in (full, frozen):
         t.tune(32, FunctionMeasurer(_cost))
     assert full.agents.updates > 0 and frozen.agents.updates == 0
-    assert full.cfg.proposer == frozen.cfg.proposer == "agents"
+    assert full.core.proposer == frozen.core.proposer == "agents"
 
 
 def test_dcoc_tuner_config_is_not_mutated():
