@@ -462,7 +462,15 @@ class CoDesignProblem(Problem):
                  if hw.name not in complete and hw.name not in by_hw]
         if not by_hw and not extra:
             return None
-        ranked = sorted(by_hw.values(), key=lambda v: self.model_estimate(v[0]))[: self.ccfg.new_hw_shortlist]
+        order = sorted(by_hw.values(), key=lambda v: self.model_estimate(v[0]))
+        if self.ccfg.shortlist_by_shape:  # the best config of each core shape first
+            firsts, shapes = [], set()
+            for v in order:
+                if self.shape(v[0]) not in shapes:
+                    shapes.add(self.shape(v[0]))
+                    firsts.append(v)
+            order = firsts + [v for v in order if not any(v is f for f in firsts)]
+        ranked = order[: self.ccfg.new_hw_shortlist]
         ranked += [(hw, []) for hw in extra]
         best, best_ucb = None, None
         for hw, idx in ranked:

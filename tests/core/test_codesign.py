@@ -158,3 +158,35 @@ def test_software_only_spends_the_budget_on_the_worst_layers():
     s.run(d)
     assert s.trials == 50 and set(s.complete_hws()) == {hw.name}
     assert all(sp >= min(d.warmup, 8) for sp in d.spent)
+
+
+@pytest.mark.parametrize("by_shape", [False, True])
+def test_hardware_shortlist_by_core_shape(by_shape, monkeypatch):
+    """``shortlist_by_shape``: the configs scored in detail are the best of each core shape
+    first (else the best cheap estimates, which may all share the incumbent's shape)."""
+    cfg = small_config()
+    cfg.codesign.shortlist_by_shape = by_shape
+    s = _session(budget=40, tuner="dcoc")
+    d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
+    s.run(d)
+    p = d.problem
+    complete = set(s.complete_hws())
+    hws = {}
+    for vals in p.hs:
+        if p.hs.check(vals):
+            continue
+        hw = p.target.make_hw(vals, p.board)
+        if hw.name not in complete:
+            hws[hw.name] = hw
+    cands = [(0, hw, k) for hw in hws.values() for k in [p.default(0, hw)] if k is not None]
+    order = sorted({c[1].name: c[1] for c in cands}.values(), key=p.model_estimate)
+    shapes = {p.shape(hw) for hw in order}
+    assert len(shapes) >= 3 and len({p.shape(hw) for hw in order[:3]}) < 3  # the case that matters
+    scored = []
+    real = p.predict_time
+    monkeypatch.setattr(p, "predict_time", lambda lj, hw, opts: (scored.append(hw.name), real(lj, hw, opts))[1])
+    p.choose_new_hw(cands, complete, s.best_latency)
+    names = list(dict.fromkeys(scored))
+    assert len(names) == cfg.codesign.new_hw_shortlist and names[0] == order[0].name
+    n_shapes = len({p.shape(hws[n]) for n in names})
+    assert n_shapes == (3 if by_shape else len({p.shape(hw) for hw in order[:3]}))
