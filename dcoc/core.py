@@ -27,6 +27,8 @@ Ablations are flags of :class:`DCOCConfig`, not copies of the algorithm:
 * ``proposer="surrogate"`` (``dcoc-noagents``): no agents; the candidates are every
   valid point of the space scored by the ensemble (spaces up to ``exhaustive_limit``
   points), else the points visited by simulated annealing on the ensemble's score;
+* ``proposer="both"`` (opt-in, not an ablation): the agents' walks and the surrogate's
+  search are pooled before the selection;
 * ``select="topk"`` (``dcoc-topk``): no uncertainty, the ``n`` best predicted means.
 
 The ``surrogate`` reference tuner is ``proposer="surrogate", select="topk"``.
@@ -88,8 +90,8 @@ class DCOCConfig:
     learn: bool = True            # False: the agents are never updated (dcoc-frozen)
     proposer: str = "agents"      # who proposes candidates: agents (their walks) | surrogate (the
                                   # ensemble's own search: dcoc-noagents, surrogate) | both (the
-                                  # two pooled; opt-in: better on the co-design tuning set, worse
-                                  # on the evaluation model, docs/method.md §12)
+                                  # two pooled; opt-in: better on the co-design tuning set, not on
+                                  # the evaluation model, docs/method.md §12)
     select: str = "confidence"    # confidence | topk (dcoc-topk, surrogate)
     cluster_bootstrap: int = 5    # agents="clustered": partitions compared on bootstrap resamples
     cluster_agreement: float = 0.8  # ... and adopted only if this share of them agree (else the
@@ -198,7 +200,6 @@ class DCOCCore:
                  agent_seed: Callable[[int], int]):
         self.p = problem
         self.cfg = cfg
-        self.proposer = cfg.proposer    # agents | surrogate | both
         self.rng = rng
         self.agent_seed = agent_seed
         self.agents = None
@@ -218,7 +219,7 @@ class DCOCCore:
         """Build the agents; ``clustered`` re-forms them once enough data exists."""
         from dcoc.agents import MAPPO, make_groups
 
-        if self.proposer == "surrogate":
+        if self.cfg.proposer == "surrogate":
             return
         mode = self.cfg.agents
         want_cluster = (mode == "clustered" and not self._clustered
@@ -344,7 +345,7 @@ class DCOCCore:
         metrics: dict = {}
         extra: dict = {}
         parts = []
-        if self.proposer in ("agents", "both"):
+        if self.cfg.proposer in ("agents", "both"):
             walk = self.agents.rollout(dims, starts, ctx, p.score, p.valid)
             if self.cfg.learn:
                 metrics = self.agents.update()
@@ -352,7 +353,7 @@ class DCOCCore:
                 self.agents.buffer.clear()  # frozen: the walks teach nothing
             parts.append((walk.points, walk.walkers))
             extra = {"invalid_moves": walk.invalid_moves, "mean_reward": walk.mean_reward}
-        if self.proposer in ("surrogate", "both"):
+        if self.cfg.proposer in ("surrogate", "both"):
             # "both": the surrogate's search from the same starts joins the agents' walks;
             # the cost model's selection then decides between them
             parts.append(self._surrogate_search(dims, starts, ctx))

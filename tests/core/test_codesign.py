@@ -82,7 +82,7 @@ def test_dcoc_codesign_decides_and_spends_the_budget(tuner):
     if tuner in ("dcoc-noagents", "surrogate"):
         assert d.agents is None
     else:
-        assert d.core.proposer == "agents" and d.agents is not None
+        assert d.cfg.proposer == "agents" and d.agents is not None
 
 
 def test_both_proposers_in_codesign_pool_walks_and_annealing():

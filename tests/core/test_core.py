@@ -178,7 +178,7 @@ def test_frozen_variant_differs_from_dcoc_only_by_the_updates():
     for t in (full, frozen):
         t.tune(32, FunctionMeasurer(_cost))
     assert full.agents.updates > 0 and frozen.agents.updates == 0
-    assert full.core.proposer == frozen.core.proposer == "agents"
+    assert full.cfg.proposer == frozen.cfg.proposer == "agents"
 
 
 def test_dcoc_tuner_config_is_not_mutated():
