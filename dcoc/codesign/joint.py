@@ -464,12 +464,12 @@ class CoDesignProblem(Problem):
             return None
         order = sorted(by_hw.values(), key=lambda v: self.model_estimate(v[0]))
         if self.ccfg.shortlist_by_shape:  # the best config of each core shape first
-            firsts, shapes = [], set()
+            firsts, rest, shapes = [], [], set()
             for v in order:
-                if self.shape(v[0]) not in shapes:
-                    shapes.add(self.shape(v[0]))
-                    firsts.append(v)
-            order = firsts + [v for v in order if not any(v is f for f in firsts)]
+                sh = self.shape(v[0])
+                (rest if sh in shapes else firsts).append(v)
+                shapes.add(sh)
+            order = firsts + rest
         ranked = order[: self.ccfg.new_hw_shortlist]
         ranked += [(hw, []) for hw in extra]
         best, best_ucb = None, None
