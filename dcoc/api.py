@@ -99,7 +99,7 @@ def tune_task(workload, hw=None, tuner: str = "xgb", trials: int = 200, seed: in
     hw: a hardware config of the target, a preset name (VTA: ``"pynq"``) or a config name;
         default: the default config of ``board`` (VTA: the ``pynq`` preset).
     tuner: a name of :func:`dcoc.tuners.names` (``random``, ``grid``, ``ga``, ``xgb``, ``rl``,
-        ``chameleon``, ``dcoc``, the ablations ``dcoc-frozen``, ``dcoc-noagents``,
+        ``chameleon``, ``dcoc``, the ablations ``dcoc-agents``, ``dcoc-frozen``, ``dcoc-noagents``,
         ``dcoc-topk``, the references ``sweep``, ``surrogate``) or a Tuner subclass.
     trials: measurement budget.
     seed: the one seed.
@@ -155,11 +155,14 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
     board: accelerator targets: the FPGA budget (vta: ``pynq`` (default), ``ultra96``,
         ``zcu104``; systolic: ``arty-a7`` (default), ``kv260``).
     trials: measurement budget (one trial = one simulated or measured schedule).
-    tuner: ``dcoc``, its ablations (``dcoc-frozen``, ``dcoc-noagents``, ``dcoc-topk``), the
-        references (``sweep``, ``surrogate``) or a baseline (``random``, ``grid``, ``ga``,
-        ``xgb``, ``rl``, ``chameleon``); accelerator co-design of the baselines is joint
-        (``baseline="nested"`` for the hardware-outer/software-inner search).
-    agents: DCOC's knob-to-agent split: ``dcoc``, ``single``, ``per-knob``, ``clustered``.
+    tuner: ``dcoc``, its ablations (``dcoc-agents``, ``dcoc-frozen``, ``dcoc-noagents``,
+        ``dcoc-topk``), the references (``sweep``, ``surrogate``) or a baseline (``random``,
+        ``grid``, ``ga``, ``xgb``, ``rl``, ``chameleon``); accelerator co-design of the
+        baselines is joint (``baseline="nested"`` for the hardware-outer/software-inner
+        search).  Accelerator co-design with ``dcoc`` proposes with the cost model's own
+        search, not agents (docs/method.md §12); ``dcoc-agents`` uses the agents.
+    agents: the knob-to-agent split of agent-driven tuners: ``dcoc``, ``single``,
+        ``per-knob``, ``clustered`` (an error with co-design's ``dcoc``, which has none).
     seed: the one seed.
     work_dir: records (``records.jsonl``) and results go here; default
         :func:`default_work_dir` (the same command resumes the same run).
@@ -288,6 +291,9 @@ def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_di
             cd.default_schedules(session, hardware)
         driver = cd.make_driver(session, bd, tuner, seed, agents=agents, hardware=hardware, **kwargs)
         session.run(driver)
+        # co-design's dcoc proposes with the surrogate (no agents, docs/method.md §12)
+        core = getattr(driver, "core", None)
+        uses_agents = tuner in DCOC_FAMILY and (core is None or core.proposer != "surrogate")
         state = driver.agent_state() if hasattr(driver, "agent_state") else None
         if state is not None:
             save_agents(os.path.join(work_dir, AGENTS_FILE), state)
@@ -314,7 +320,7 @@ def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_di
         schedules=session.schedules(best_hw),
         history=[(t, lat * 1e3) for t, lat in session.history if math.isfinite(lat)],
         layers=layer_rows, cpu_layers=[{"layer": n, "kind": k, "count": c} for n, k, c in cpu],
-        board=bd.name, agents=agents if tuner in DCOC_FAMILY else None,
+        board=bd.name, agents=agents if uses_agents else None,
         model=getattr(tasks, "model", str(model)), work_dir=work_dir,
         database_path=records.path, wall_seconds=time.perf_counter() - t0,
         extra={"hardware_explored": len(session.hw), "replayed_trials": session.replayed,

@@ -27,11 +27,16 @@ Ablations are flags of :class:`DCOCConfig`, not copies of the algorithm:
 * ``proposer="surrogate"`` (``dcoc-noagents``): no agents; the candidates are every
   valid point of the space scored by the ensemble (spaces up to ``exhaustive_limit``
   points), else the points visited by simulated annealing on the ensemble's score;
+* ``proposer="agents"`` (``dcoc-agents``): only the agents' walks;
 * ``proposer="both"`` (opt-in, not an ablation): the agents' walks and the surrogate's
   search are pooled before the selection;
 * ``select="topk"`` (``dcoc-topk``): no uncertainty, the ``n`` best predicted means.
 
-The ``surrogate`` reference tuner is ``proposer="surrogate", select="topk"``.
+``proposer=None`` (the default) takes the problem's :attr:`Problem.default_proposer`:
+the agents per task and in MetaSchedule, the surrogate in whole-model co-design (the
+agents were ablated there on ResNet-18, MobileNetV2 and VGG-16 and added nothing;
+docs/method.md §12).  The ``surrogate`` reference tuner is ``proposer="surrogate",
+select="topk"``.
 """
 from __future__ import annotations
 
@@ -55,9 +60,9 @@ class CoDesignConfig:
     elite_hw_starts: float = 0.5    # share of walkers starting on the incumbent hardware
     random_hw_starts: float = 0.25  # share starting on a random feasible hardware config
     new_hw_shortlist: int = 3       # unopened configs scored in detail per round
-    shortlist_by_shape: bool = False  # ... the best config of each core shape first (opt-in lead:
-                                    # with proposer="both" the shortlist filled with buffer variants
-                                    # of the incumbent's shape, docs/method.md §12)
+    shortlist_by_shape: bool = True   # ... the best config of each core shape first (without it the
+                                    # shortlist filled with buffer variants of the incumbent's
+                                    # shape on MobileNetV2 pynq, docs/method.md §12)
     open_margin: float = 0.01       # open a config only if predicted >= 1% faster (LCB)
     new_shape_bonus: float = 0.03   # optimism for a compute-core shape never measured
     hw_explore_every: int = 4       # rounds without an opening after which the most
@@ -88,10 +93,11 @@ class DCOCConfig:
     n_elites: int = 8             # per task: how many best configs walkers start from
     # ---- ablations (flags of this one algorithm; see the module docstring)
     learn: bool = True            # False: the agents are never updated (dcoc-frozen)
-    proposer: str = "agents"      # who proposes candidates: agents (their walks) | surrogate (the
-                                  # ensemble's own search: dcoc-noagents, surrogate) | both (the
-                                  # two pooled; opt-in: better on the co-design tuning set, not on
-                                  # the evaluation model, docs/method.md §12)
+    proposer: str | None = None   # who proposes candidates: agents (their walks) | surrogate (the
+                                  # ensemble's own search) | both (the two pooled, opt-in) | None:
+                                  # the problem's default (Problem.default_proposer): agents per
+                                  # task and in MetaSchedule, surrogate in co-design, where the
+                                  # agents did not beat it on three models (docs/method.md §12)
     select: str = "confidence"    # confidence | topk (dcoc-topk, surrogate)
     cluster_bootstrap: int = 5    # agents="clustered": partitions compared on bootstrap resamples
     cluster_agreement: float = 0.8  # ... and adopted only if this share of them agree (else the
@@ -119,7 +125,7 @@ class DCOCConfig:
     def __post_init__(self):
         from dcoc.errors import DcocError
 
-        if self.proposer not in PROPOSERS:
+        if self.proposer is not None and self.proposer not in PROPOSERS:
             raise DcocError(f"unknown DCOC proposer '{self.proposer}'; choose one of {', '.join(PROPOSERS)}")
         if self.select not in SELECTS:
             raise DcocError(f"unknown DCOC selection '{self.select}'; choose one of {', '.join(SELECTS)}")
@@ -146,6 +152,8 @@ class Problem:
     context_dim: int = 0
     #: measurements after which ``agents="clustered"`` clusters the knobs
     cluster_after: int = 0
+    #: the proposer when ``DCOCConfig.proposer`` is None
+    default_proposer: str = "agents"
 
     def refit(self) -> None:
         """Fit the cost model(s) on every measurement so far (no-op when nothing is new)."""
@@ -200,6 +208,7 @@ class DCOCCore:
                  agent_seed: Callable[[int], int]):
         self.p = problem
         self.cfg = cfg
+        self.proposer = cfg.proposer or problem.default_proposer  # agents | surrogate | both
         self.rng = rng
         self.agent_seed = agent_seed
         self.agents = None
@@ -219,7 +228,7 @@ class DCOCCore:
         """Build the agents; ``clustered`` re-forms them once enough data exists."""
         from dcoc.agents import MAPPO, make_groups
 
-        if self.cfg.proposer == "surrogate":
+        if self.proposer == "surrogate":
             return
         mode = self.cfg.agents
         want_cluster = (mode == "clustered" and not self._clustered
@@ -345,7 +354,7 @@ class DCOCCore:
         metrics: dict = {}
         extra: dict = {}
         parts = []
-        if self.cfg.proposer in ("agents", "both"):
+        if self.proposer in ("agents", "both"):
             walk = self.agents.rollout(dims, starts, ctx, p.score, p.valid)
             if self.cfg.learn:
                 metrics = self.agents.update()
@@ -353,7 +362,7 @@ class DCOCCore:
                 self.agents.buffer.clear()  # frozen: the walks teach nothing
             parts.append((walk.points, walk.walkers))
             extra = {"invalid_moves": walk.invalid_moves, "mean_reward": walk.mean_reward}
-        if self.cfg.proposer in ("surrogate", "both"):
+        if self.proposer in ("surrogate", "both"):
             # "both": the surrogate's search from the same starts joins the agents' walks;
             # the cost model's selection then decides between them
             parts.append(self._surrogate_search(dims, starts, ctx))

@@ -20,8 +20,10 @@ gives 5 pairs, too few for p < 0.05 (the smallest two-sided p is 0.0625): the qu
 pools two boards.
 
 Baselines propose (hardware, schedules) jointly (:class:`dcoc.codesign.JointCoDesign`);
-``sweep`` and ``surrogate`` are the non-learning references; ``dcoc-frozen``,
-``dcoc-noagents`` and ``dcoc-topk`` the ablations (:func:`dcoc.codesign.make_driver`).
+``sweep`` and ``surrogate`` are the non-learning references; ``dcoc-agents`` (the agents'
+walks instead of the surrogate's search, co-design's default since docs/method.md §12),
+``dcoc-frozen``, ``dcoc-topk`` and ``dcoc:shortlist_by_shape=false`` the ablations
+(:func:`dcoc.codesign.make_driver`); ``dcoc-noagents`` is ``dcoc`` in co-design.
 
 The explored hardware configs (measured model latency vs BRAM/DSP/LUT) are kept for the
 Pareto plot of ``scripts.bench``.
@@ -52,7 +54,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
-TUNERS = ["dcoc", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "dcoc:hw_explore_every=1000000000",
+TUNERS = ["dcoc", "dcoc-agents", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "dcoc:hw_explore_every=1000000000",
           "surrogate", "sweep", "random", "ga", "xgb", "rl", "chameleon"]
 REFERENCE = "dcoc"
 
@@ -342,8 +344,14 @@ def run(models=("resnet18",), boards=("pynq",), tuners=None, seeds=(0,), trials=
     runs = []
     t0 = time.perf_counter()
 
-    def key(w):
-        return "_".join(str(x).replace(":", "-").replace("=", "-").replace("/", "-") for x in w) + ".json"
+    from dcoc.codesign import config_tag
+    from dcoc.tuners import DCOC_FAMILY
+
+    tag = config_tag()
+
+    def key(w):  # DCOC-family runs also by DCOC's defaults (a changed default is not reused)
+        name = "_".join(str(x).replace(":", "-").replace("=", "-").replace("/", "-") for x in w)
+        return name + (f"_cfg{tag}" if w[2].partition(":")[0] in DCOC_FAMILY else "") + ".json"
 
     done = {}
     if runs_dir:  # finished runs are kept one file each and reused (an interrupted run resumes)

@@ -82,13 +82,11 @@ def best_known(model: str, board: str, extra=(), top: int = 20, quiet: bool = Fa
 def source_dir(model: str, board: str, trials: int, seed: int) -> str:
     """The cached source run's directory, keyed by the timing model and DCOC's default
     settings (a changed default must not reuse runs made under the old one)."""
-    import hashlib
-
     from dcoc.benchmarks import cache_root, timing_model_tag
-    from dcoc.core import DCOCConfig
+    from dcoc.codesign import config_tag
     from dcoc.vta.report import MODEL_EPILOGUE
 
-    cfg = hashlib.sha256(repr(DCOCConfig()).encode()).hexdigest()[:8]
+    cfg = config_tag()
     return os.path.join(cache_root("transfer"), "sources",
                         f"{model}_{board}_dcoc_t{trials}_s{seed}_{timing_model_tag(MODEL_EPILOGUE)}_{cfg}")
 

@@ -6,7 +6,8 @@ tracks the best model latency per hardware config) <- ask/tell -> a driver that 
 
 * :class:`SoftwareTuning` (:mod:`.software`) -- fixed hardware: one tuner per layer;
 * :class:`DCOCCoDesign` (:mod:`.joint`) -- DCOC's joint co-design on :class:`dcoc.core.DCOCCore`
-  (also its ablations: ``dcoc-frozen``, ``dcoc-noagents``, ``dcoc-topk``, ``surrogate``);
+  (by default without agents: the surrogate proposes, docs/method.md §12; also its
+  ablations: ``dcoc-agents``, ``dcoc-frozen``, ``dcoc-noagents``, ``dcoc-topk``, ``surrogate``);
   ``prior=`` warm-starts it from other models' runs (:class:`Prior`, :mod:`.prior`);
 * :class:`JointCoDesign` (:mod:`.baselines`) -- the baseline tuners, proposing (hardware,
   schedule) jointly (the default); :class:`NestedCoDesign` -- hardware outer, software
@@ -17,7 +18,7 @@ tracks the best model latency per hardware config) <- ask/tell -> a driver that 
 from __future__ import annotations
 
 from dcoc.codesign.baselines import JointCoDesign, NestedCoDesign, SweepCoDesign
-from dcoc.codesign.joint import CoDesignProblem, DCOCCoDesign
+from dcoc.codesign.joint import CoDesignProblem, DCOCCoDesign, config_tag
 from dcoc.codesign.prior import Prior
 from dcoc.codesign.session import Session
 from dcoc.codesign.software import (SoftwareTuning, default_jobs, default_schedules, fitting_default,
@@ -56,7 +57,7 @@ def make_driver(session, board, tuner: str, seed: int, agents: str = "dcoc", bas
 
 
 __all__ = [
-    "BASELINE_MODES", "CoDesignConfig", "CoDesignProblem", "DCOCCoDesign", "DCOCConfig",
+    "BASELINE_MODES", "CoDesignConfig", "CoDesignProblem", "DCOCCoDesign", "DCOCConfig", "config_tag",
     "JointCoDesign", "Layer", "NestedCoDesign", "Prior", "Session", "SoftwareTuning", "SweepCoDesign",
     "default_jobs", "default_schedules", "fitting_default", "make_driver", "tune_software", "vta_layers",
 ]

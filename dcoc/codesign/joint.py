@@ -33,6 +33,9 @@ CONTEXT_DIM = 18
 class CoDesignProblem(Problem):
     """Whole-model co-design as a :class:`~dcoc.core.Problem` (items: (layer, hw, knobs))."""
 
+    #: the agents did not beat the surrogate's own search in co-design (docs/method.md §12)
+    default_proposer = "surrogate"
+
     def __init__(self, session, board, seed: int, cfg: DCOCConfig, rng, hw_ranges=None, prior=None):
         self.s, self.seed, self.cfg, self.rng = session, seed, cfg, rng
         self.target = session.target
@@ -543,6 +546,10 @@ class DCOCCoDesign:
         if self.prior is not None and self.prior.agents is not None and cfg.codesign.prior_agents:
             self.core.agent_init = self.prior.agents
         self.problem.core = self.core
+        if agents != "dcoc" and self.core.proposer == "surrogate":
+            raise DcocError(f"agents '{agents}' has no effect: this co-design proposes with the cost "
+                            "model's own search, not agents (docs/method.md §12); use the tuner "
+                            "dcoc-agents (or dcoc-frozen) to search with agents")
         self.log: list[dict] = []
         self._phase = "start"
         self._fill = None
@@ -607,3 +614,13 @@ class DCOCCoDesign:
 
     def run(self) -> None:
         self.s.run(self)
+
+
+def config_tag(cfg: DCOCConfig | None = None) -> str:
+    """8 hex digits naming co-design DCOC's effective defaults (``cfg``, default
+    :class:`DCOCConfig`, and the problem's default proposer): cached benchmark runs are keyed
+    by it, so a changed default never reuses runs made under the old one."""
+    import hashlib
+
+    cfg = cfg if cfg is not None else DCOCConfig()
+    return hashlib.sha256(f"{cfg!r}|{CoDesignProblem.default_proposer}".encode()).hexdigest()[:8]

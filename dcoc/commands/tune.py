@@ -14,10 +14,13 @@ Tune MODEL end to end and print a per-layer table and a summary.
 
 --target vta (default): co-design a VTA-style accelerator and the schedules of every layer
   VTA runs, on the bundled cycle-level simulator, within the FPGA budget of --board.  The
-  hardware agent searches BATCH x BLOCK_IN x BLOCK_OUT and the four buffer sizes; the two
-  software agents search tiling and virtual threads per layer; an XGBoost ensemble scores
-  candidates and only confident ones are simulated (one simulation = one trial).  With
-  --hardware, only the schedules are tuned on that fixed accelerator.
+  search covers BATCH x BLOCK_IN x BLOCK_OUT, the four buffer sizes, and tiling and virtual
+  threads per layer: an XGBoost ensemble scores every candidate schedule of the most
+  promising accelerators (one per compute-core shape first) and only confident ones are
+  simulated (one simulation = one trial).  --tuner dcoc-agents searches with the hardware,
+  tiling and threading agents instead (on three models they did not do better,
+  docs/method.md section 12).  With --hardware, only the schedules are tuned on that fixed
+  accelerator (per layer, with the agents).
 --target systolic: co-design a weight-stationary systolic array (PE rows x columns and
   three SRAM sizes; tile sizes, loop order and double buffering per layer) on its analytic
   timing model, within --board arty-a7 (default) or kv260.  Every tuner works on both.
@@ -34,7 +37,7 @@ TVM's own logs and native warnings go to WORK_DIR/logs/ (-v: to the console).
 
 examples:
   dcoc tune resnet18 --target vta --board pynq --trials 300
-  dcoc tune mobilenetv2 --board ultra96 --trials 2000 --tuner dcoc --agents clustered
+  dcoc tune mobilenetv2 --board ultra96 --trials 2000 --tuner dcoc-agents --agents clustered
   dcoc tune resnet18 --hardware pynq --tuner xgb --trials 500       # software only
   dcoc tune resnet18 --target systolic --board kv260 --trials 500
   dcoc tune resnet18 --board pynq --trials 300 --pareto
@@ -57,13 +60,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--trials", type=int, default=2000,
                         help="measurement budget: simulations (vta) or builds+runs (default: 2000)")
     parser.add_argument("--tuner", default="dcoc", choices=tuner_names(),
-                        help="search method (default: dcoc); dcoc-frozen, dcoc-noagents, dcoc-topk "
-                             "are its ablations, sweep and surrogate non-learning references, the "
-                             "others the baselines")
+                        help="search method (default: dcoc); dcoc-agents, dcoc-frozen, dcoc-noagents, "
+                             "dcoc-topk are its ablations, sweep and surrogate non-learning "
+                             "references, the others the baselines")
     parser.add_argument("--agents", default="dcoc", choices=list(MODES),
-                        help="dcoc: which knobs each agent owns: dcoc = hardware + mapping + "
-                             "scheduling agents (default); single = one agent; per-knob; "
-                             "clustered = correlation clustering on warm-up measurements")
+                        help="agent-driven tuners (dcoc per layer/MetaSchedule, dcoc-agents, "
+                             "dcoc-frozen): which knobs each agent owns: dcoc = hardware + "
+                             "mapping + scheduling agents (default); single = one agent; "
+                             "per-knob; clustered = correlation clustering on warm-up "
+                             "measurements")
     parser.add_argument("--seed", type=int, default=0, help="the one seed of every random choice (default: 0)")
     parser.add_argument("--work-dir", default=None,
                         help="records/results directory (default: dcoc_runs/<model>_<target>_..._s<seed>)")

@@ -20,6 +20,7 @@ REGISTRY = {
     "chameleon": "dcoc.tuners.chameleon_tuner:ChameleonTuner",
     "dcoc": "dcoc.tuners.dcoc_tuner:DCOCTuner",
     # ablations of DCOC (flags of dcoc.core.DCOCConfig) and non-learning references
+    "dcoc-agents": "dcoc.tuners.dcoc_tuner:DCOCAgentsTuner",
     "dcoc-frozen": "dcoc.tuners.dcoc_tuner:DCOCFrozenTuner",
     "dcoc-noagents": "dcoc.tuners.dcoc_tuner:DCOCNoAgentsTuner",
     "dcoc-topk": "dcoc.tuners.dcoc_tuner:DCOCTopKTuner",
@@ -28,7 +29,7 @@ REGISTRY = {
 }
 
 #: the DCOC family: tuners that take ``agents=`` and drive :class:`dcoc.core.DCOCCore`
-DCOC_FAMILY = ("dcoc", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "surrogate")
+DCOC_FAMILY = ("dcoc", "dcoc-agents", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "surrogate")
 
 
 def names() -> list[str]:

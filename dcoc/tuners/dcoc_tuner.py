@@ -17,7 +17,8 @@ docs/method.md) runs in :class:`dcoc.core.DCOCCore`; this module adapts one
 The same object drives the VTA simulator and MetaSchedule tasks: only the space differs.
 
 Registered variants (``dcoc.tuners.create(NAME, task)``), each one flag of
-:class:`~dcoc.core.DCOCConfig`: ``dcoc-frozen`` (agents never updated), ``dcoc-noagents``
+:class:`~dcoc.core.DCOCConfig`: ``dcoc-agents`` (the agents' walks only: ``dcoc`` itself per
+task; the agents ablation of co-design), ``dcoc-frozen`` (agents never updated), ``dcoc-noagents``
 (the ensemble scores every valid point, or anneals where the space is too large),
 ``dcoc-topk`` (top-k by predicted mean, no uncertainty), and the reference
 ``surrogate`` (ensemble + exhaustive scoring/annealing + top-k, no agents).
@@ -368,7 +369,16 @@ class DCOCFrozenTuner(DCOCTuner):
     """Ablation: DCOC whose agents walk but never learn (no PPO updates)."""
 
     name = "dcoc-frozen"
-    variant = {"learn": False}
+    variant = {"learn": False, "proposer": "agents"}
+
+
+class DCOCAgentsTuner(DCOCTuner):
+    """DCOC whose candidates come from the agents' walks only.  Per task and in MetaSchedule
+    this is ``dcoc``; in whole-model co-design, where ``dcoc`` uses the surrogate's search
+    (docs/method.md §12), it is the agents ablation."""
+
+    name = "dcoc-agents"
+    variant = {"proposer": "agents"}
 
 
 class DCOCNoAgentsTuner(DCOCTuner):
@@ -394,5 +404,5 @@ class SurrogateTuner(DCOCTuner):
     variant = {"proposer": "surrogate", "select": "topk"}
 
 
-__all__ = ["DCOCConfig", "DCOCFrozenTuner", "DCOCNoAgentsTuner", "DCOCTopKTuner", "DCOCTuner",
+__all__ = ["DCOCAgentsTuner", "DCOCConfig", "DCOCFrozenTuner", "DCOCNoAgentsTuner", "DCOCTopKTuner", "DCOCTuner",
            "SurrogateTuner", "TaskProblem"]

@@ -333,9 +333,20 @@ def test_ultra96_board(tmp_path_factory):
 @pytest.mark.parametrize("agents", ["clustered", pytest.param("single", marks=pytest.mark.slow),
                                     pytest.param("per-knob", marks=pytest.mark.slow)])
 def test_dcoc_agent_modes(tmp_path_factory, agents):
-    res = tuned(tmp_path_factory, "dcoc", trials=TRIALS, agents=agents)
-    check_result(res, "resnet18", TRIALS, "dcoc", 0)
+    res = tuned(tmp_path_factory, "dcoc-agents", trials=TRIALS, agents=agents)
+    check_result(res, "resnet18", TRIALS, "dcoc-agents", 0)
     assert res.agents == agents
+
+
+def test_codesign_dcoc_refuses_an_agent_split_it_would_ignore(tmp_path):
+    """Co-design's dcoc proposes with the surrogate (docs/method.md §12): an agent split is
+    an error naming the tuner that uses it, not a silently ignored option."""
+    with pytest.raises(DcocError, match="dcoc-agents"):
+        dcoc.tune("resnet18", target="vta", trials=12, tuner="dcoc", agents="clustered",
+                  work_dir=str(tmp_path), n_workers=0)
+    res = dcoc.tune("resnet18", target="vta", trials=12, tuner="dcoc", work_dir=str(tmp_path / "b"),
+                    n_workers=0)
+    assert res.agents is None
 
 
 @pytest.mark.slow

@@ -66,7 +66,8 @@ def _asks_only(driver, session, rounds=3):
         driver.tell(jobs[: len(res)], res)
 
 
-@pytest.mark.parametrize("tuner", ["dcoc", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "surrogate"])
+@pytest.mark.parametrize("tuner", ["dcoc", "dcoc-agents", "dcoc-frozen", "dcoc-noagents", "dcoc-topk",
+                                   "surrogate"])
 def test_dcoc_codesign_decides_and_spends_the_budget(tuner):
     s = _session(budget=60, tuner=tuner)
     d = cd.make_driver(s, BOARD, tuner, 0, config=small_config())
@@ -79,10 +80,11 @@ def test_dcoc_codesign_decides_and_spends_the_budget(tuner):
     assert not SYS.violations(inc, BOARD)
     if tuner == "dcoc-frozen":
         assert d.agents.updates == 0
-    if tuner in ("dcoc-noagents", "surrogate"):
-        assert d.agents is None
+    if tuner in ("dcoc", "dcoc-noagents", "dcoc-topk", "surrogate"):
+        # co-design's default proposer is the surrogate's search (docs/method.md §12)
+        assert d.core.proposer == "surrogate" and d.agents is None
     else:
-        assert d.cfg.proposer == "agents" and d.agents is not None
+        assert d.core.proposer == "agents" and d.agents is not None
 
 
 def test_both_proposers_in_codesign_pool_walks_and_annealing():

@@ -100,6 +100,20 @@ def test_topk_takes_the_best_predicted_means():
     assert core.agents is None  # no agents without the agents proposer
 
 
+def test_default_proposer_comes_from_the_problem_unless_the_config_names_one():
+    """``DCOCConfig.proposer=None`` takes ``Problem.default_proposer`` (agents per task,
+    surrogate in co-design); a proposer named in the config wins."""
+    assert _core(Bowl()).proposer == "agents"
+    p = Bowl()
+    p.default_proposer = "surrogate"
+    core = _core(p)
+    assert core.proposer == "surrogate"
+    core.propose(3)
+    assert core.agents is None
+    assert _core(p, proposer="agents").proposer == "agents"
+    assert _core(p, proposer="both").proposer == "both"
+
+
 def test_surrogate_annealing_when_the_space_is_too_large():
     p = Bowl()
     core = _core(p, proposer="surrogate", exhaustive_limit=10, sa_steps=20)
@@ -158,7 +172,8 @@ def _cost(task, cfg):
     return 1.0 + (cfg["x"] - 9) ** 2 + (cfg["y"] - 3) ** 2 + abs(cfg["z"] - 2)
 
 
-@pytest.mark.parametrize("name", ["dcoc-frozen", "dcoc-noagents", "dcoc-topk", "surrogate", "sweep"])
+@pytest.mark.parametrize("name", ["dcoc-agents", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "surrogate",
+                                  "sweep"])
 def test_registered_variants_tune_by_name(name):
     assert name in names()
     t = create(name, _task(), seed=0)
@@ -166,7 +181,7 @@ def test_registered_variants_tune_by_name(name):
     assert t.trials == 40 and len(t.visited) == 40
     assert t.best_cost < 4.0   # every variant finds the basin of the optimum (cost 1) in 40 of 432
     if name in DCOC_FAMILY:
-        flag = {"dcoc-frozen": ("learn", False), "dcoc-noagents": ("proposer", "surrogate"),
+        flag = {"dcoc-agents": ("proposer", "agents"), "dcoc-frozen": ("learn", False), "dcoc-noagents": ("proposer", "surrogate"),
                 "dcoc-topk": ("select", "topk"), "surrogate": ("select", "topk")}[name]
         assert getattr(t.cfg, flag[0]) == flag[1]
     if name == "dcoc-frozen":
@@ -178,7 +193,7 @@ def test_frozen_variant_differs_from_dcoc_only_by_the_updates():
     for t in (full, frozen):
         t.tune(32, FunctionMeasurer(_cost))
     assert full.agents.updates > 0 and frozen.agents.updates == 0
-    assert full.cfg.proposer == frozen.cfg.proposer == "agents"
+    assert full.core.proposer == frozen.core.proposer == "agents"
 
 
 def test_dcoc_tuner_config_is_not_mutated():
