@@ -110,7 +110,9 @@ def source_run(model: str, board: str, trials: int, seed: int, quiet: bool = Fal
     s = cd.Session(_layers(model), _measurer(), trials, "dcoc", seed, Records(os.path.join(d, "records.jsonl")))
     drv = cd.make_driver(s, BOARDS[board], "dcoc", seed)
     drv.run()
-    save_agents(os.path.join(d, AGENTS_FILE), drv.agent_state())
+    state = drv.agent_state()  # None without agents (co-design's default proposer)
+    if state is not None:
+        save_agents(os.path.join(d, AGENTS_FILE), state)
     with open(done, "w") as f:
         json.dump({"model": model, "board": board, "trials": s.trials, "latency_ms": s.best_latency * 1e3,
                    "hw": s.best_hw}, f)

@@ -33,7 +33,9 @@ def source(tmp_path_factory):
     d = tmp_path_factory.mktemp("src")
     s = cd.Session(_source_layers(), Counting(), 80, "dcoc", 0, Records(str(d / "records.jsonl")), target=SYS)
     write_layers(str(d / LAYERS_FILE), s.layers)
-    drv = cd.DCOCCoDesign(s, BOARD, 0, config=small_config())
+    cfg = small_config()
+    cfg.proposer = "agents"   # co-design's default has no agents; the source saves some
+    drv = cd.DCOCCoDesign(s, BOARD, 0, config=cfg)
     s.run(drv)
     save_agents(str(d / AGENTS_FILE), drv.agent_state())
     return s, drv, str(d)
@@ -111,7 +113,7 @@ def test_prior_best_hardware_is_scored_and_agents_start_from_saved_weights(sourc
     assert len(p) == s.trials and p.agents is not None
     assert p.best_hw[0].name == s.best_hw
     on = small_config()
-    on.codesign.prior_agents = True
+    on.proposer, on.codesign.prior_agents = "agents", True
     d = cd.DCOCCoDesign(_session(), BOARD, 0, config=on, prior=p)
     assert [h.name for h in d.problem.prior_hw][:1] == [s.best_hw]
     jobs = d.ask()
@@ -122,7 +124,8 @@ def test_prior_best_hardware_is_scored_and_agents_start_from_saved_weights(sourc
     b = drv.core.agents.actors.state_dict()
     first = next(iter(a))
     assert a[first].shape == b[first].shape
-    d2 = cd.DCOCCoDesign(_session(), BOARD, 0, config=small_config(), prior=p)   # default: fresh agents
+    on.codesign.prior_agents = False                                           # default: fresh agents
+    d2 = cd.DCOCCoDesign(_session(), BOARD, 0, config=on, prior=p)
     assert d2.core.agent_init is None
 
 
