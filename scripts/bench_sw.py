@@ -73,13 +73,14 @@ def available(tuners) -> list[str]:
 
 
 def parse_spec(spec: str) -> tuple[str, dict]:
-    """``"xgb:plan_size=8,eps=0.1"`` -> ``("xgb", {"plan_size": 8, "eps": 0.1})``."""
+    """``"xgb:plan_size=8,eps=0.1"`` -> ``("xgb", {"plan_size": 8, "eps": 0.1})`` (values are
+    JSON; ``True``/``False`` are accepted as well)."""
     name, _, args = spec.partition(":")
     kw = {}
     for item in filter(None, args.split(",")):
         k, _, v = item.partition("=")
         try:
-            kw[k] = json.loads(v)
+            kw[k] = {"True": True, "False": False}[v] if v in ("True", "False") else json.loads(v)
         except ValueError:
             kw[k] = v
     return name, kw
@@ -109,6 +110,8 @@ def tuner_kwargs(name: str, kw: dict) -> dict:
             setattr(getattr(cfg, _NESTED[k]), k, v)
         elif hasattr(cfg, k):
             setattr(cfg, k, v)
+        elif hasattr(cfg.codesign, k):   # any other co-design field (prior_agents, ...)
+            setattr(cfg.codesign, k, v)
         else:
             raise SystemExit(f"unknown DCOC setting '{k}'")
     out = {"config": cfg}

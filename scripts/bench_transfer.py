@@ -127,24 +127,19 @@ def _run(model, board, method, seed, trials, sources):
 
     torch.set_num_threads(1)
     from dcoc import codesign as cd
-    from dcoc.core import CoDesignConfig, DCOCConfig
     from dcoc.vta import BOARDS
 
-    name, _, over = method.partition(":")
+    name = method.partition(":")[0]
     s = cd.Session(_layers(model), _measurer(), trials, method, seed)
     bd = BOARDS[board]
     t0 = time.perf_counter()
-    if name == "transfer":
-        kw = {}
-        for item in filter(None, over.split(",")):
-            k, _, v = item.partition("=")
-            kw[k] = {"True": True, "False": False}.get(v, None) if v in ("True", "False") else int(v)
-        cfg = DCOCConfig(codesign=CoDesignConfig(**kw))
-        drv = cd.make_driver(s, bd, "dcoc", seed, config=cfg, prior=list(sources))
-    else:  # a tuner, with DCOC settings if given (``dcoc:proposer=agents``)
-        from scripts.bench_sw import parse_spec, tuner_kwargs
+    from scripts.bench_sw import parse_spec, tuner_kwargs
 
-        drv = cd.make_driver(s, bd, name, seed, **tuner_kwargs(*parse_spec(method)))
+    kw = parse_spec(method)[1]
+    if name == "transfer":  # DCOC warm-started from the sources (``transfer:prior_agents=True``)
+        drv = cd.make_driver(s, bd, "dcoc", seed, prior=list(sources), **tuner_kwargs("dcoc", kw))
+    else:  # a tuner, with DCOC settings if given (``dcoc-agents:shortlist_by_shape=false``)
+        drv = cd.make_driver(s, bd, name, seed, **tuner_kwargs(name, kw))
     drv.run()
     return {"model": model, "board": board, "method": method, "seed": seed, "trials": s.trials,
             "latency_ms": s.best_latency * 1e3, "hw": s.best_hw, "hw_obj": s.hw[s.best_hw],
