@@ -22,7 +22,7 @@ pools two boards.
 Baselines propose (hardware, schedules) jointly (:class:`dcoc.codesign.JointCoDesign`);
 ``sweep`` and ``surrogate`` are the non-learning references; ``dcoc-agents`` (the agents'
 walks instead of the surrogate's search, co-design's default since docs/method.md §12),
-``dcoc-frozen``, ``dcoc-topk`` and ``dcoc:shortlist_by_shape=false`` the ablations
+``dcoc-frozen``, ``dcoc-topk`` and ``dcoc:hw_explore_every=1000000000`` the ablations
 (:func:`dcoc.codesign.make_driver`); ``dcoc-noagents`` is ``dcoc`` in co-design.
 
 The explored hardware configs (measured model latency vs BRAM/DSP/LUT) are kept for the
@@ -290,7 +290,9 @@ def targets(res: dict) -> str:
         sig = [t for t in others if (b, t) in cell and cell[(b, t)].get("test", {}).get("sign") == -1]
         lines.append(f"  {b} sims: dcoc median {ref['fraction'][0]:.4f}; not ahead of: "
                      f"{', '.join(behind) or 'none'}; significantly ahead of: {', '.join(sig) or 'none'}")
-    if 500 in budgets:
+    if not any(r["tuner"] == REFERENCE for r in bc["pooled"]):
+        lines.append(f"  not judged: no {REFERENCE} runs")
+    elif 500 in budgets:
         pp = [r for r in bc["per_pair"] if r["budget"] == 500 and r["tuner"] == REFERENCE]
         miss = [f"{r['model']}/{r['board']} {r['median_fraction']:.4f}" for r in pp if r["median_fraction"] < 0.99]
         lines.append(f"  >= 99% of best-known at 500 sims on every model/board: "

@@ -15,12 +15,12 @@ Tune MODEL end to end and print a per-layer table and a summary.
 --target vta (default): co-design a VTA-style accelerator and the schedules of every layer
   VTA runs, on the bundled cycle-level simulator, within the FPGA budget of --board.  The
   search covers BATCH x BLOCK_IN x BLOCK_OUT, the four buffer sizes, and tiling and virtual
-  threads per layer: an XGBoost ensemble scores every candidate schedule of the most
-  promising accelerators (one per compute-core shape first) and only confident ones are
-  simulated (one simulation = one trial).  --tuner dcoc-agents searches with the hardware,
-  tiling and threading agents instead (on three models they did not do better,
-  docs/method.md section 12).  With --hardware, only the schedules are tuned on that fixed
-  accelerator (per layer, with the agents).
+  threads per layer: an XGBoost ensemble scores the candidates its own search finds on the
+  most promising accelerators, and only confident ones are simulated (one simulation = one
+  trial).  --tuner dcoc-agents searches with the hardware, tiling and threading agents
+  instead (on three models they did not do better, docs/method.md section 12).  With
+  --hardware, only the schedules are tuned on that fixed accelerator (per layer, with
+  the agents).
 --target systolic: co-design a weight-stationary systolic array (PE rows x columns and
   three SRAM sizes; tile sizes, loop order and double buffering per layer) on its analytic
   timing model, within --board arty-a7 (default) or kv260.  Every tuner works on both.
