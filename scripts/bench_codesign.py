@@ -21,8 +21,8 @@ pools two boards.
 
 Baselines propose (hardware, schedules) jointly (:class:`dcoc.codesign.JointCoDesign`);
 ``sweep`` and ``surrogate`` are the non-learning references; ``dcoc-agents`` (the agents'
-walks instead of the surrogate's search, co-design's default since docs/method.md §12),
-``dcoc-frozen``, ``dcoc-topk`` and ``dcoc:hw_explore_every=1000000000`` the ablations
+walks propose instead of the surrogate's search, which is co-design's default since
+docs/method.md §12), ``dcoc-frozen``, ``dcoc-topk`` and ``dcoc:hw_explore_every=1000000000`` the ablations
 (:func:`dcoc.codesign.make_driver`); ``dcoc-noagents`` is ``dcoc`` in co-design.
 
 The explored hardware configs (measured model latency vs BRAM/DSP/LUT) are kept for the

@@ -129,13 +129,12 @@ def _run(model, board, method, seed, trials, sources):
     from dcoc import codesign as cd
     from dcoc.vta import BOARDS
 
-    name = method.partition(":")[0]
     s = cd.Session(_layers(model), _measurer(), trials, method, seed)
     bd = BOARDS[board]
     t0 = time.perf_counter()
     from scripts.bench_sw import parse_spec, tuner_kwargs
 
-    kw = parse_spec(method)[1]
+    name, kw = parse_spec(method)
     if name == "transfer":  # DCOC warm-started from the sources (``transfer:prior_agents=True``)
         drv = cd.make_driver(s, bd, "dcoc", seed, prior=list(sources), **tuner_kwargs("dcoc", kw))
     else:  # a tuner, with DCOC settings if given (``dcoc-agents:shortlist_by_shape=false``)
