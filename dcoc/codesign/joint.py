@@ -41,6 +41,8 @@ class CoDesignProblem(Problem):
         self.target = session.target
         self.board = self.target.board(board)
         self.ccfg = cfg.codesign
+        if self.ccfg.bound not in ("padded", "ideal"):
+            raise DcocError(f"unknown co-design bound '{self.ccfg.bound}'; choose padded or ideal")
         self.core = None  # set by the driver (kappa, pick)
         self.hs = self.target.hw_space(self.board, hw_ranges)
         self.hw_knobs = tuple(k.name for k in self.hs.knobs)
@@ -94,7 +96,7 @@ class CoDesignProblem(Problem):
                     pts.append(sp.point(knobs))
                 except (DcocError, KeyError, ValueError):
                     continue  # a schedule outside this target's space
-                ys.append(layer.ideal_seconds(hw) / cost if math.isfinite(cost) and cost > 0 else 0.0)
+                ys.append(self.bound(layer, hw) / cost if math.isfinite(cost) and cost > 0 else 0.0)
             if pts:
                 X = sp.point_features(np.array(pts, dtype=np.int64))
                 data.setdefault(layer.kind, ([], []))
@@ -130,6 +132,10 @@ class CoDesignProblem(Problem):
         if not ys:
             return prior
         return np.concatenate([np.array(Xs), prior[0]]), np.concatenate([np.array(ys), prior[1]])
+
+    def bound(self, layer, hw) -> float:
+        """The compute bound the cost models' efficiency is relative to (``CoDesignConfig.bound``)."""
+        return layer.bound_seconds(hw) if self.ccfg.bound == "padded" else layer.ideal_seconds(hw)
 
     @property
     def kappa(self) -> float:
@@ -205,7 +211,7 @@ class CoDesignProblem(Problem):
             hw = self.s.hw[hname]
             layer = self.s.layers[li]
             X = self._features(li, hw, [dict(key)])
-            eff = layer.ideal_seconds(hw) / cost if math.isfinite(cost) and cost > 0 else 0.0
+            eff = self.bound(layer, hw) / cost if math.isfinite(cost) and cost > 0 else 0.0
             self.data[layer.kind][0].append(X[0])
             self.data[layer.kind][1].append(eff)
             new = True
@@ -228,7 +234,7 @@ class CoDesignProblem(Problem):
         for (hname, li, key), cost in self.s.measured.items():
             hw = self.s.hw[hname]
             pts.append(self.hw_pos(hw) + self.sw_pos(li, dict(key)))
-            ys.append(self.s.layers[li].ideal_seconds(hw) / cost if math.isfinite(cost) and cost > 0 else 0.0)
+            ys.append(self.bound(self.s.layers[li], hw) / cost if math.isfinite(cost) and cost > 0 else 0.0)
         return np.array(pts), np.array(ys)
 
     def predict_many(self, items: list) -> tuple[np.ndarray, np.ndarray]:
@@ -240,7 +246,7 @@ class CoDesignProblem(Problem):
             by_kind.setdefault(self.s.layers[li].kind, []).append(i)
         for kind, idx in by_kind.items():
             model = self.models[kind]
-            ideal = np.array([self.s.layers[items[i][0]].ideal_seconds(items[i][1]) for i in idx])
+            ideal = np.array([self.bound(self.s.layers[items[i][0]], items[i][1]) for i in idx])
             if not model.fitted:
                 mu[idx], sd[idx] = ideal * 4.0, ideal * 4.0
                 continue

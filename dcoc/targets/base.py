@@ -56,6 +56,12 @@ class Layer:
 
         return get(self.target).ideal_seconds(self, hw)
 
+    def bound_seconds(self, hw) -> float:
+        """Compute-bound lower bound counting the padding of the work to ``hw``'s tiles."""
+        from dcoc.targets import get
+
+        return get(self.target).bound_seconds(self, hw)
+
 
 class Target:
     """Base class of an accelerator target (see the module docstring).
@@ -182,6 +188,14 @@ class Target:
     def ideal_seconds(self, layer: Layer, hw) -> float:
         """Compute-bound lower bound of ``layer`` on ``hw`` (MACs / MACs per cycle / clock)."""
         raise NotImplementedError
+
+    def bound_seconds(self, layer: Layer, hw) -> float:
+        """A tighter compute bound: the work padded to ``hw``'s compute tiles, at one tile
+        per cycle (>= :meth:`ideal_seconds`).  DCOC's co-design cost model learns the
+        efficiency ``bound / measured``, so the padding a core shape forces on a layer
+        is known before that shape is ever measured (docs/method.md §5).  Default: the
+        ideal bound."""
+        return self.ideal_seconds(layer, hw)
 
     def cycles(self, seconds: float, hw) -> int:
         return int(round(seconds * hw.freq_mhz * 1e6))

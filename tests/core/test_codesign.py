@@ -192,3 +192,14 @@ def test_hardware_shortlist_by_core_shape(by_shape, monkeypatch):
     assert len(names) == cfg.codesign.new_hw_shortlist and names[0] == order[0].name
     n_shapes = len({p.shape(hws[n]) for n in names})
     assert n_shapes == (3 if by_shape else len({p.shape(hw) for hw in order[:3]}))
+
+
+def test_codesign_bound_setting_is_checked_and_used():
+    cfg = small_config()
+    cfg.codesign.bound = "ideal"
+    d = cd.make_driver(_session(), BOARD, "dcoc", 0, config=cfg)
+    layer, hw = d.problem.s.layers[0], SYS.default_hw(BOARD)
+    assert d.problem.bound(layer, hw) == layer.ideal_seconds(hw)
+    cfg.codesign.bound = "roofline"
+    with pytest.raises(DcocError, match="unknown co-design bound 'roofline'"):
+        cd.make_driver(_session(), BOARD, "dcoc", 0, config=cfg)

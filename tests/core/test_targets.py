@@ -55,6 +55,8 @@ def test_default_schedule_transfer_and_ideal_bound(name):
             r = m.measure(task, [k])[0]
             assert r.valid
             assert t.ideal_seconds(layer, hw) <= r.cost * (1 + 1e-9)   # a real lower bound
+            assert t.ideal_seconds(layer, hw) <= t.bound_seconds(layer, hw) * (1 + 1e-9)
+            assert t.bound_seconds(layer, hw) <= r.cost * (1 + 1e-9)   # ... and so is the padded one
             moved = t.transfer(layer, hw, k, picks[0], t.sw_space(layer, picks[0]))
             assert moved is not None
             assert set(moved) == {kn.name for kn in t.sw_space(layer, picks[0]).knobs}
@@ -138,3 +140,24 @@ def test_measurer_registry():
     assert isinstance(table, TableMeasurer) and table.measure(task, [k])[0].cost == secs
     with pytest.raises(DcocError, match="unknown measurer"):
         create_measurer("oscilloscope")
+
+
+def test_vta_padded_bound_counts_the_tiles_a_core_shape_wastes():
+    """``bound_seconds`` rounds batch and channels up to the core's tiles: the co-design cost
+    model's efficiency is relative to it, so an unmeasured core shape is not credited with
+    MACs it cannot use (a batch-1 model on a BATCH=2 core, 3 input channels on BLOCK_IN=16)."""
+    from dcoc.vta import Conv2DWorkload, DenseWorkload, HWConfig
+
+    t = targets.get("vta")
+    conv = t.layer(Conv2DWorkload(1, 56, 56, 3, 64, kernel=3, padding=1))
+    hw = HWConfig(batch=1, block_in=16, block_out=16)
+    assert t.bound_seconds(conv, hw) == pytest.approx(t.ideal_seconds(conv, hw) * 16 / 3)
+    hw2 = HWConfig(batch=2, block_in=16, block_out=16)
+    assert t.ideal_seconds(conv, hw2) == pytest.approx(t.ideal_seconds(conv, hw) / 2)
+    assert t.bound_seconds(conv, hw2) == pytest.approx(t.bound_seconds(conv, hw))   # nothing gained
+    dense = t.layer(DenseWorkload(1, 512, 1000))
+    assert t.bound_seconds(dense, hw) == pytest.approx(32 * 63 / (hw.freq_mhz * 1e6))
+    sys_t = targets.get("systolic")   # targets without a padded model: the ideal bound
+    layer = sys_t.layer("C5")
+    shw = sys_t.default_hw(sys_t.board(sys_t.default_board))
+    assert sys_t.bound_seconds(layer, shw) == sys_t.ideal_seconds(layer, shw)
