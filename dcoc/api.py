@@ -251,7 +251,6 @@ def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_di
     from dcoc import codesign as cd
     from dcoc.search.records import Records
     from dcoc.targets import get as get_target
-    from dcoc.tuners import DCOC_FAMILY
     from tvm_plugin.frontend import model_tasks
 
     tg = get_target(target)
@@ -292,8 +291,7 @@ def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_di
         driver = cd.make_driver(session, bd, tuner, seed, agents=agents, hardware=hardware, **kwargs)
         session.run(driver)
         # co-design's dcoc proposes with the surrogate (no agents, docs/method.md §12)
-        core = getattr(driver, "core", None)
-        uses_agents = tuner in DCOC_FAMILY and (core is None or core.proposer != "surrogate")
+        uses_agents = bool(getattr(driver, "uses_agents", False))
         state = driver.agent_state() if hasattr(driver, "agent_state") else None
         if state is not None:
             save_agents(os.path.join(work_dir, AGENTS_FILE), state)

@@ -253,6 +253,11 @@ class DCOCCore:
         if self.agent_init is not None:
             self.agent_init_used = self.load_agent_state(self.agent_init)
 
+    @property
+    def uses_agents(self) -> bool:
+        """Whether agents propose in this run (the resolved proposer is agents or both)."""
+        return self.proposer != "surrogate"
+
     def agent_state(self) -> dict | None:
         """The agents' weights (actors, critic, knob groups), for a later warm start."""
         if self.agents is None:

@@ -566,6 +566,10 @@ class DCOCCoDesign:
     def agents(self):
         return self.core.agents
 
+    @property
+    def uses_agents(self) -> bool:
+        return self.core.uses_agents
+
     def agent_state(self) -> dict | None:
         """The agents' weights after the run (``Prior.agents`` of a later warm start)."""
         return self.core.agent_state()

@@ -203,3 +203,15 @@ def test_codesign_bound_setting_is_checked_and_used():
     cfg.codesign.bound = "roofline"
     with pytest.raises(DcocError, match="unknown co-design bound 'roofline'"):
         cd.make_driver(_session(), BOARD, "dcoc", 0, config=cfg)
+
+
+def test_drivers_say_whether_agents_search():
+    """``uses_agents`` (what ``TuneResult.agents`` reports): co-design's dcoc proposes with
+    the surrogate, dcoc-agents with agents, per-layer DCOC with agents, baselines never."""
+    hw = SYS.default_hw(BOARD)
+    cfg = small_config()
+    assert not cd.make_driver(_session(), BOARD, "dcoc", 0, config=cfg).uses_agents
+    assert cd.make_driver(_session(), BOARD, "dcoc-agents", 0, config=cfg).uses_agents
+    assert cd.make_driver(_session(), BOARD, "dcoc", 0, hardware=hw).uses_agents
+    assert not cd.make_driver(_session(), BOARD, "random", 0, hardware=hw).uses_agents
+    assert not getattr(cd.make_driver(_session(), BOARD, "sweep", 0), "uses_agents", False)
