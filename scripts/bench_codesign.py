@@ -22,7 +22,8 @@ pools two boards.
 Baselines propose (hardware, schedules) jointly (:class:`dcoc.codesign.JointCoDesign`);
 ``sweep`` and ``surrogate`` are the non-learning references; ``dcoc-agents`` (the agents'
 walks propose instead of the surrogate's search, which is co-design's default since
-docs/method.md §12), ``dcoc-frozen``, ``dcoc-topk`` and ``dcoc:hw_explore_every=1000000000`` the ablations
+docs/method.md §12), ``dcoc-frozen``, ``dcoc-topk``, ``dcoc:hw_explore_every=1000000000`` and
+``dcoc:bound=ideal`` (efficiency relative to the useful MACs, not the padded work) the ablations
 (:func:`dcoc.codesign.make_driver`); ``dcoc-noagents`` is ``dcoc`` in co-design.
 
 The explored hardware configs (measured model latency vs BRAM/DSP/LUT) are kept for the
@@ -55,6 +56,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
 TUNERS = ["dcoc", "dcoc-agents", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "dcoc:hw_explore_every=1000000000",
+          "dcoc:bound=ideal",
           "surrogate", "sweep", "random", "ga", "xgb", "rl", "chameleon"]
 REFERENCE = "dcoc"
 
