@@ -499,6 +499,30 @@ def render(res: dict) -> str:
     return "\n".join(out)
 
 
+def merge(paths) -> dict:
+    """One budget report from several ``--json`` files of ``--budgets`` runs (e.g. one per
+    board): runs of the same (model, board, tuner, seed) are taken once, each (model, board)
+    keeps the better of its best-known designs, and the paired tests are recomputed over
+    every (model, board, seed) the files share."""
+    runs, best, budgets, refs = {}, {}, set(), {}
+    for path in paths:
+        with open(path) as f:
+            r = json.load(f)
+        if "budgets" not in r:
+            raise SystemExit(f"{path}: not a --budgets result (no best-known designs)")
+        budgets.update(r["budgets"])
+        refs.update(r["refs"])
+        for run_ in r["runs"]:
+            runs.setdefault((run_["model"], run_["board"], run_["tuner"], run_["seed"]), run_)
+        for k, v in r["best_known"].items():
+            if k not in best or v["latency_ms"] < best[k]["latency_ms"]:
+                best[k] = v
+    res = {"runs": list(runs.values()), "refs": refs, "budgets": sorted(budgets), "best_known": best,
+           "tuners": list(dict.fromkeys(k[2] for k in runs)), "merged": list(paths)}
+    res["budget_compare"] = budget_compare(res, res["budgets"])
+    return res
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="*", default=["resnet18", "mobilenetv2"])
@@ -518,7 +542,17 @@ def main(argv=None):
                     help="landscape configs evaluated exhaustively for the best-known design (0: "
                          "the best-known is the best design any run found; exhaustive tables cost "
                          "minutes per layer and config)")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                    help="run nothing: pool the --json files of earlier --budgets runs into one "
+                         "report (per-budget paired tests over all their (model, board, seed))")
     a = ap.parse_args(argv)
+    if a.merge:
+        res = merge(a.merge)
+        print(render_budgets(res))
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(res, f)
+        return
     trials = max(a.budgets) if a.budgets else a.trials
     res = run(a.models, a.boards, a.tuners, a.seeds, trials, a.jobs, a.agents,
               budgets=a.budgets, best_known_top=a.best_known_top, runs_dir=a.runs_dir)

@@ -63,3 +63,28 @@ def test_best_known_searches_each_config_once_and_caches(tmp_path, monkeypatch):
     assert r["hw"] == b.name and r["latency_ms"] == 78.0 and set(r["evaluated"]) == {a.name, b.name}
     r2 = bc.best_known("m", "pynq", extra=[a, b], top=0, jobs=1)   # from the cache
     assert r2 == r and sorted(calls) == sorted([a.name, b.name])
+
+
+def test_merge_pools_budget_files_and_keeps_the_better_best_known(tmp_path):
+    """``--merge``: one report from per-board files; a pair in two files keeps the lower
+    best-known latency and its runs count once."""
+    import json
+
+    from scripts.bench_codesign import merge
+
+    def result(board, bk, seeds):
+        runs = [_run("dcoc", s, board, [(20, 80.0)]) for s in seeds]
+        runs += [_run("other", s, board, [(20, 88.0)]) for s in seeds]
+        return {"runs": runs, "budgets": [100], "refs": {},
+                "best_known": {f"m|{board}": {"latency_ms": bk, "hw": "x", "evaluated": {}, "source": "t"}}}
+
+    paths = []
+    for i, (board, bk) in enumerate((("a", 80.0), ("b", 80.0), ("a", 76.0))):
+        paths.append(str(tmp_path / f"{i}.json"))
+        with open(paths[-1], "w") as f:
+            json.dump(result(board, bk, range(5)), f)
+    res = merge(paths)
+    assert len(res["runs"]) == 20 and res["best_known"]["m|a"]["latency_ms"] == 76.0
+    cell = {(r["budget"], r["tuner"]): r for r in res["budget_compare"]["pooled"]}
+    assert cell[(100, "other")]["test"]["n"] == 10 and cell[(100, "other")]["test"]["sign"] == -1
+    assert abs(cell[(100, "dcoc")]["fraction"][0] - (76 / 80 + 1.0) / 2) < 1e-12   # median of 5 x 0.95, 5 x 1
