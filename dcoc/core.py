@@ -66,7 +66,7 @@ class CoDesignConfig:
     bound: str = "padded"           # the cost model learns efficiency = bound / measured time, with
                                     # bound = the compute time of the work padded to the core's tiles
                                     # (padded) or of its useful MACs (ideal: blind to the padding an
-                                    # unmeasured core shape forces; docs/method.md §5)
+                                    # unmeasured core shape forces; docs/method.md §3, §12)
     open_margin: float = 0.01       # open a config only if predicted >= 1% faster (LCB)
     new_shape_bonus: float = 0.03   # optimism for a compute-core shape never measured
     hw_explore_every: int = 4       # rounds without an opening after which the most

@@ -246,9 +246,9 @@ class CoDesignProblem(Problem):
             by_kind.setdefault(self.s.layers[li].kind, []).append(i)
         for kind, idx in by_kind.items():
             model = self.models[kind]
-            ideal = np.array([self.bound(self.s.layers[items[i][0]], items[i][1]) for i in idx])
+            bound = np.array([self.bound(self.s.layers[items[i][0]], items[i][1]) for i in idx])
             if not model.fitted:
-                mu[idx], sd[idx] = ideal * 4.0, ideal * 4.0
+                mu[idx], sd[idx] = bound * 4.0, bound * 4.0
                 continue
             groups: dict = {}
             for j, i in enumerate(idx):
@@ -262,8 +262,8 @@ class CoDesignProblem(Problem):
             X[order] = np.concatenate(parts)
             m, d = model.predict_with_uncertainty(X)
             eff = np.maximum(m * self.ymax[kind], 1e-3)
-            mu[idx] = ideal / eff
-            sd[idx] = ideal * d * self.ymax[kind] / eff ** 2
+            mu[idx] = bound / eff
+            sd[idx] = bound * d * self.ymax[kind] / eff ** 2
         return mu, sd
 
     def predict_time(self, li: int, hw, knob_list: list[dict]) -> tuple[np.ndarray, np.ndarray]:

@@ -67,7 +67,7 @@ def test_prior_prefits_the_cost_model_and_changes_the_first_proposals(source):
     items = [(li, hw, SYS.default_schedule(l, hw)) for li, l in enumerate(warm.s.layers)]
     mu_f, _ = fresh.problem.predict_many(items)
     mu_w, _ = warm.problem.predict_many(items)
-    ideal = np.array([l.ideal_seconds(hw) for l in warm.s.layers])
+    ideal = np.array([warm.problem.bound(l, hw) for l in warm.s.layers])
     assert np.allclose(mu_f, 4 * ideal) and not np.allclose(mu_w, 4 * ideal)
     d0, start0, round0 = _first_round(None)
     d1, start1, round1 = _first_round(prior)
