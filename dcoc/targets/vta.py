@@ -167,13 +167,15 @@ class VTATarget(Target):
     def bound_seconds(self, layer, hw):
         """GEMM micro-ops of the padded work (batch, input and output channels rounded up
         to BATCH, BLOCK_IN, BLOCK_OUT), one per cycle."""
+        from dcoc.vta.workloads import _ceil
+
         wl = layer.workload
         if layer.kind == "dense":
             n, ci, co, rest = wl.batch, wl.in_features, wl.out_features, 1
         else:
             n, ci, co = wl.batch, wl.in_channels, wl.out_channels
             rest = wl.out_height * wl.out_width * wl.kernel[0] * wl.kernel[1]
-        uops = -(-n // hw.batch) * -(-ci // hw.block_in) * -(-co // hw.block_out) * rest
+        uops = _ceil(n, hw.batch) * _ceil(ci, hw.block_in) * _ceil(co, hw.block_out) * rest
         return uops / (hw.freq_mhz * 1e6)
 
     def measurer(self, n_workers=None):
