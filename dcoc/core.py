@@ -68,6 +68,10 @@ class CoDesignConfig:
                                     # (padded) or of its useful MACs (ideal: blind to the padding an
                                     # unmeasured core shape forces; docs/method.md §3, §12)
     open_margin: float = 0.01       # open a config only if predicted >= 1% faster (LCB)
+    open_ref: str = "measured"      # ... faster than the incumbent's measured latency (measured) or
+                                    # than what the cost model predicts its best candidates reach
+                                    # there, if lower (predicted: refined vs refined; opt-in,
+                                    # docs/method.md §5, §12)
     new_shape_bonus: float = 0.03   # optimism for a compute-core shape never measured
     hw_explore_every: int = 4       # rounds without an opening after which the most
                                     # optimistic (UCB) shortlisted config is opened anyway

@@ -38,6 +38,8 @@ config any run found best, computed offline and cached.  Reported per budget: th
 of the best-known throughput each tuner reaches (best-known latency / its latency; 0 when
 no complete design yet), median [IQR] over (model, board, seed) and a paired Wilcoxon test
 against ``dcoc``, per (model, board) the median over seeds, and the targets of issue 13.
+``--merge A.json B.json ...`` runs nothing: it pools the ``--json`` files of earlier
+``--budgets`` runs (e.g. one per board) into one report (:func:`merge`).
 
     python -m scripts.bench_codesign --models resnet18 --boards pynq --trials 500 --seeds 0
     python -m scripts.bench_codesign --budgets 100 200 500 1000 --models resnet18 mobilenetv2 \
@@ -549,17 +551,14 @@ def main(argv=None):
     if a.merge:
         res = merge(a.merge)
         print(render_budgets(res))
-        if a.json:
-            with open(a.json, "w") as f:
-                json.dump(res, f)
-        return
-    trials = max(a.budgets) if a.budgets else a.trials
-    res = run(a.models, a.boards, a.tuners, a.seeds, trials, a.jobs, a.agents,
-              budgets=a.budgets, best_known_top=a.best_known_top, runs_dir=a.runs_dir)
-    print(render(res))
-    if a.budgets:
-        print()
-        print(render_budgets(res))
+    else:
+        trials = max(a.budgets) if a.budgets else a.trials
+        res = run(a.models, a.boards, a.tuners, a.seeds, trials, a.jobs, a.agents,
+                  budgets=a.budgets, best_known_top=a.best_known_top, runs_dir=a.runs_dir)
+        print(render(res))
+        if a.budgets:
+            print()
+            print(render_budgets(res))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f)

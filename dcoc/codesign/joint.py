@@ -43,6 +43,8 @@ class CoDesignProblem(Problem):
         self.ccfg = cfg.codesign
         if self.ccfg.bound not in ("padded", "ideal"):
             raise DcocError(f"unknown co-design bound '{self.ccfg.bound}'; choose padded or ideal")
+        if self.ccfg.open_ref not in ("measured", "predicted"):
+            raise DcocError(f"unknown co-design open_ref '{self.ccfg.open_ref}'; choose measured or predicted")
         self.core = None  # set by the driver (kappa, pick)
         self.hs = self.target.hw_space(self.board, hw_ranges)
         self.hw_knobs = tuple(k.name for k in self.hs.knobs)
@@ -444,6 +446,21 @@ class CoDesignProblem(Problem):
                 uniq.append((li, hw, k))
         return uniq
 
+    def incumbent_prediction(self, cands) -> float:
+        """The incumbent's model latency the cost model expects once refined: per layer the
+        better of its measured best and the best predicted among ``cands`` on the incumbent
+        (``open_ref="predicted"``: an unopened config, scored with its best predicted
+        schedules, is compared with the incumbent scored the same way)."""
+        s = self.s
+        inc = s.best_hw
+        per = {li: s.best[(inc, li)][0] for li in range(len(s.layers))}
+        mine = [c for c in cands if c[1].name == inc]
+        if mine:
+            mu, _ = self.predict_many(mine)
+            for (li, _, _), m in zip(mine, mu):
+                per[li] = min(per[li], float(m))
+        return sum(s.layers[li].count * t for li, t in per.items())
+
     def choose_new_hw(self, cands, complete, best_lat, explore: bool = False):
         """(hw, jobs) of the most promising unopened hardware config, or None.
 
@@ -452,8 +469,9 @@ class CoDesignProblem(Problem):
         layer, the best predicted among the walks' candidates on that config, the
         transferred schedule and the default heuristic.  A config is opened only if the
         lower confidence bound of its predicted model throughput beats the incumbent's
-        measured throughput by ``open_margin``; opening measures that schedule for every
-        layer (so the config's model latency becomes known).
+        measured throughput (``open_ref="predicted"``: the incumbent's predicted refined
+        throughput, if higher; :meth:`incumbent_prediction`) by ``open_margin``; opening
+        measures that schedule for every layer (so the config's model latency becomes known).
 
         ``explore`` (no config opened for ``hw_explore_every`` rounds): if none passes the
         LCB rule, the shortlisted config with the highest *upper* confidence bound is
@@ -481,6 +499,8 @@ class CoDesignProblem(Problem):
             order = firsts + rest
         ranked = order[: self.ccfg.new_hw_shortlist]
         ranked += [(hw, []) for hw in extra]
+        if self.ccfg.open_ref == "predicted":
+            best_lat = min(best_lat, self.incumbent_prediction(cands))
         best, best_ucb = None, None
         for hw, idx in ranked:
             mu_lat, var_lat, plan = 0.0, 0.0, []

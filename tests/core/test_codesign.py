@@ -215,3 +215,31 @@ def test_drivers_say_whether_agents_search():
     assert cd.make_driver(_session(), BOARD, "dcoc", 0, hardware=hw).uses_agents
     assert not cd.make_driver(_session(), BOARD, "random", 0, hardware=hw).uses_agents
     assert not getattr(cd.make_driver(_session(), BOARD, "sweep", 0), "uses_agents", False)
+
+
+def test_open_ref_predicted_compares_refined_with_refined(monkeypatch):
+    """``open_ref="predicted"``: an unopened config must beat the incumbent's *predicted*
+    refined latency (the best of its measured and predicted candidates), never worse than
+    its measured one; ``measured`` ignores the prediction."""
+    cfg = small_config()
+    cfg.codesign.open_ref = "predicted"
+    s = _session(budget=40, tuner="dcoc")
+    d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
+    s.run(d)
+    p, inc = d.problem, s.hw[s.best_hw]
+    complete = set(s.complete_hws())
+    hws = [inc] + [p.target.make_hw(v, p.board) for v in p.hs if not p.hs.check(v)]
+    cands = [(li, hw, k) for li in range(len(s.layers)) for hw in hws
+             for k in [p.default(li, hw), p.transfer(li, hw)] if k is not None]
+    pred = p.incumbent_prediction(cands)
+    assert 0 < pred <= s.best_latency + 1e-12
+    assert p.incumbent_prediction([]) == pytest.approx(s.best_latency)
+    # an incumbent predicted to become 10x faster: nothing is worth opening
+    monkeypatch.setattr(p, "incumbent_prediction", lambda c: s.best_latency / 10)
+    assert p.choose_new_hw(cands, complete, s.best_latency) is None
+    cfg.codesign.open_ref = "measured"  # the same problem object reads its config live
+    opened = p.choose_new_hw(cands, complete, s.best_latency, explore=True)
+    assert opened is not None and opened[0].name not in complete
+    cfg.codesign.open_ref = "guess"
+    with pytest.raises(DcocError, match="unknown co-design open_ref 'guess'"):
+        cd.make_driver(_session(), BOARD, "dcoc", 0, config=cfg)
