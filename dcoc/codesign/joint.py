@@ -43,6 +43,9 @@ class CoDesignProblem(Problem):
         self.ccfg = cfg.codesign
         if self.ccfg.bound not in ("padded", "ideal"):
             raise DcocError(f"unknown co-design bound '{self.ccfg.bound}'; choose padded or ideal")
+        if self.ccfg.layer_weights not in ("latency", "potential"):
+            raise DcocError(f"unknown co-design layer_weights '{self.ccfg.layer_weights}'; "
+                            "choose latency or potential")
         if self.ccfg.open_ref not in ("measured", "predicted"):
             raise DcocError(f"unknown co-design open_ref '{self.ccfg.open_ref}'; choose measured or predicted")
         self.core = None  # set by the driver (kappa, pick)
@@ -323,12 +326,23 @@ class CoDesignProblem(Problem):
             self._defaults[key] = self.target.default_schedule(self.s.layers[li], hw, self.space(li, hw))
         return self._defaults[key]
 
+    def layer_weights(self, hw) -> np.ndarray:
+        """Probability of each layer being a walker's layer (``CoDesignConfig.layer_weights``):
+        its share of the model latency on ``hw``, or of the model's distance to the compute
+        bound there (count x (best - bound), at least 5% of its latency share's weight)."""
+        L = self.s.layers
+        lat = np.array([l.count * self.layer_estimate(i, hw) for i, l in enumerate(L)])
+        if self.ccfg.layer_weights == "potential":
+            gap = np.array([l.count * max(self.layer_estimate(i, hw) - self.bound(l, hw), 0.0)
+                            for i, l in enumerate(L)])
+            lat = np.maximum(gap, 0.05 * lat)
+        return lat / lat.sum()
+
     # ------------------------------------------------------------------ Problem
     def starts(self, W: int):
         L = self.s.layers
         inc = self.s.hw[self.s.best_hw]
-        weights = np.array([l.count * self.layer_estimate(i, inc) for i, l in enumerate(L)])
-        weights = weights / weights.sum()
+        weights = self.layer_weights(inc)
         lis = self.rng.choice(len(L), size=W, p=weights)
         opened = self.s.complete_hws()
         feasible = None

@@ -243,3 +243,25 @@ def test_open_ref_predicted_compares_refined_with_refined(monkeypatch):
     cfg.codesign.open_ref = "guess"
     with pytest.raises(DcocError, match="unknown co-design open_ref 'guess'"):
         cd.make_driver(_session(), BOARD, "dcoc", 0, config=cfg)
+
+
+def test_layer_weights_latency_share_or_distance_to_the_bound():
+    """``layer_weights``: walkers' layers by latency share (default) or by count x (best -
+    bound), floored at 5% of the latency weight; an unknown value is an error."""
+    cfg = small_config()
+    s = _session(budget=30, tuner="dcoc")
+    d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
+    s.run(d)
+    p, inc = d.problem, s.hw[s.best_hw]
+    L = s.layers
+    lat = [l.count * s.best[(inc.name, i)][0] for i, l in enumerate(L)]
+    w = p.layer_weights(inc)
+    assert w.sum() == pytest.approx(1.0) and w == pytest.approx([x / sum(lat) for x in lat])
+    cfg.codesign.layer_weights = "potential"
+    raw = [max(l.count * (s.best[(inc.name, i)][0] - p.bound(l, inc)), 0.05 * x)
+           for (i, l), x in zip(enumerate(L), lat)]
+    assert p.layer_weights(inc) == pytest.approx([x / sum(raw) for x in raw])
+    assert all(g > 0 for g in p.layer_weights(inc))
+    cfg.codesign.layer_weights = "flops"
+    with pytest.raises(DcocError, match="unknown co-design layer_weights 'flops'"):
+        cd.make_driver(_session(), BOARD, "dcoc", 0, config=cfg)
