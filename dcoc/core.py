@@ -58,11 +58,11 @@ class CoDesignConfig:
 
     round_size: int = 16            # measurements per round (opening a new hardware config adds more)
     elite_hw_starts: float = 0.5    # share of walkers starting on the incumbent hardware
+    random_hw_starts: float = 0.25  # share starting on a random feasible hardware config
     layer_weights: str = "latency"  # a walker's layer is sampled by its share of the incumbent's
                                     # latency (latency) or of its distance to the compute bound,
                                     # count x (best - bound), floored at 5% of its latency
                                     # (potential; opt-in, docs/method.md §5, §12)
-    random_hw_starts: float = 0.25  # share starting on a random feasible hardware config
     new_hw_shortlist: int = 3       # unopened configs scored in detail per round
     shortlist_by_shape: bool = False  # ... the best config of each core shape first (opt-in: it found
                                     # MobileNetV2 pynq's better core, but cost buffer refinement on
