@@ -291,6 +291,8 @@ def main(argv=None):
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f)
+        if os.path.exists(a.json + ".partial"):  # the finished runs are all in a.json now
+            os.remove(a.json + ".partial")
 
 
 if __name__ == "__main__":
