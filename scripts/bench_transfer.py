@@ -285,14 +285,15 @@ def main(argv=None):
             a.seeds = [0, 1]
         if a.trials == 500:
             a.trials, a.source_trials = 300, a.source_trials or 500
+    partial = a.json + ".partial" if a.json else None
     res = run(a.heldout, a.boards, a.methods, a.seeds, a.trials, a.source_trials, a.source_seed, a.top,
-              reference=a.reference, partial=a.json + ".partial" if a.json else None)
+              reference=a.reference, partial=partial)
     print(render(res))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f)
-        if os.path.exists(a.json + ".partial"):  # the finished runs are all in a.json now
-            os.remove(a.json + ".partial")
+        if os.path.exists(partial):  # the finished runs are all in a.json now
+            os.remove(partial)
 
 
 if __name__ == "__main__":

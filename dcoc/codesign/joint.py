@@ -41,13 +41,11 @@ class CoDesignProblem(Problem):
         self.target = session.target
         self.board = self.target.board(board)
         self.ccfg = cfg.codesign
-        if self.ccfg.bound not in ("padded", "ideal"):
-            raise DcocError(f"unknown co-design bound '{self.ccfg.bound}'; choose padded or ideal")
-        if self.ccfg.layer_weights not in ("latency", "potential"):
-            raise DcocError(f"unknown co-design layer_weights '{self.ccfg.layer_weights}'; "
-                            "choose latency or potential")
-        if self.ccfg.open_ref not in ("measured", "predicted"):
-            raise DcocError(f"unknown co-design open_ref '{self.ccfg.open_ref}'; choose measured or predicted")
+        for name, choices in (("bound", ("padded", "ideal")), ("layer_weights", ("latency", "potential")),
+                              ("open_ref", ("measured", "predicted"))):
+            if getattr(self.ccfg, name) not in choices:
+                raise DcocError(f"unknown co-design {name} '{getattr(self.ccfg, name)}'; "
+                                f"choose {' or '.join(choices)}")
         self.core = None  # set by the driver (kappa, pick)
         self.hs = self.target.hw_space(self.board, hw_ranges)
         self.hw_knobs = tuple(k.name for k in self.hs.knobs)
@@ -331,12 +329,13 @@ class CoDesignProblem(Problem):
         its share of the model latency on ``hw``, or of the model's distance to the compute
         bound there (count x (best - bound), at least 5% of its latency share's weight)."""
         L = self.s.layers
-        lat = np.array([l.count * self.layer_estimate(i, hw) for i, l in enumerate(L)])
+        est = np.array([self.layer_estimate(i, hw) for i in range(len(L))])
+        count = np.array([l.count for l in L], dtype=float)
+        w = count * est
         if self.ccfg.layer_weights == "potential":
-            gap = np.array([l.count * max(self.layer_estimate(i, hw) - self.bound(l, hw), 0.0)
-                            for i, l in enumerate(L)])
-            lat = np.maximum(gap, 0.05 * lat)
-        return lat / lat.sum()
+            bound = np.array([self.bound(l, hw) for l in L])
+            w = np.maximum(count * np.maximum(est - bound, 0.0), 0.05 * w)
+        return w / w.sum()
 
     # ------------------------------------------------------------------ Problem
     def starts(self, W: int):
