@@ -77,6 +77,11 @@ class CoDesignConfig:
                                     # there, if lower (predicted: refined vs refined; opt-in,
                                     # docs/method.md §5, §12)
     new_shape_bonus: float = 0.03   # optimism for a compute-core shape never measured
+    timing_classes: bool = False    # a schedule measured on one config is known (exactly, sd 0) on
+                                    # every config that differs only in the target's fit_knobs
+                                    # (VTA: buffer sizes) where it fits, and a config whose buffers
+                                    # are all <= an opened one of its class is never opened (it
+                                    # cannot beat it); opt-in, docs/method.md §5, §12
     hw_explore_every: int = 4       # rounds without an opening after which the most
                                     # optimistic (UCB) shortlisted config is opened anyway
     cluster_after: int = 64         # agents="clustered": measurements before the knobs are clustered

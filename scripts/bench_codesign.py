@@ -39,7 +39,9 @@ of the best-known throughput each tuner reaches (best-known latency / its latenc
 no complete design yet), median [IQR] over (model, board, seed) and a paired Wilcoxon test
 against ``dcoc``, per (model, board) the median over seeds, and the targets of issue 13.
 ``--merge A.json B.json ...`` runs nothing: it pools the ``--json`` files of earlier
-``--budgets`` runs (e.g. one per board) into one report (:func:`merge`).
+``--budgets`` runs (e.g. one per board) into one report (:func:`merge`); with
+``--exhaustive-found`` every config any of those runs ended on is searched exhaustively
+too (the issue's "and any config a tuner found"; cached).
 
     python -m scripts.bench_codesign --models resnet18 --boards pynq --trials 500 --seeds 0
     python -m scripts.bench_codesign --budgets 100 200 500 1000 --models resnet18 mobilenetv2 \
@@ -147,7 +149,7 @@ def best_known(model: str, board: str, extra=(), top: int = 20, jobs: int | None
 
     path = _best_known_path(model, board)
     cached = _best_known_cache(model, board)
-    land = [r for r in hw_landscape.run(model, board, jobs=jobs) if r["latency_ms"]]
+    land = [r for r in hw_landscape.run(model, board, jobs=jobs) if r["latency_ms"]] if top > 0 else []
     cands = {}
     for r in land[:top]:
         hw = make_hw({k: r[k] for k in r if k not in ("hw", "latency_ms", "resources")}, BOARDS[board])
@@ -501,11 +503,17 @@ def render(res: dict) -> str:
     return "\n".join(out)
 
 
-def merge(paths) -> dict:
+def merge(paths, exhaustive_found=False, jobs: int | None = None) -> dict:
     """One budget report from several ``--json`` files of ``--budgets`` runs (e.g. one per
     board): runs of the same (model, board, tuner, seed) are taken once, each (model, board)
     keeps the better of its best-known designs, and the paired tests are recomputed over
-    every (model, board, seed) the files share."""
+    every (model, board, seed) the files share.
+
+    ``exhaustive_found`` (True, or a list of ``"model/board"`` pairs): every hardware config
+    any of these runs ended on is also evaluated with per-layer exhaustive schedules
+    (:func:`best_known` with ``top=0``, cached), so the best-known is at least the best
+    *schedules* on every found config -- not only the schedules a run happened to measure
+    there."""
     runs, best, budgets, refs = {}, {}, set(), {}
     for path in paths:
         with open(path) as f:
@@ -519,8 +527,23 @@ def merge(paths) -> dict:
         for k, v in r["best_known"].items():
             if k not in best or v["latency_ms"] < best[k]["latency_ms"]:
                 best[k] = v
+    if exhaustive_found:
+        pairs = sorted({(k[0], k[1]) for k in runs})
+        if exhaustive_found is not True:
+            want = {tuple(p.split("/")) for p in exhaustive_found}
+            pairs = [p for p in pairs if p in want]
+            if len(pairs) != len(want):
+                raise SystemExit(f"--exhaustive-found: no runs of {', '.join(sorted('/'.join(p) for p in want - set(pairs)))}")
+        for mdl, b in pairs:
+            mine = [r for k, r in runs.items() if (k[0], k[1]) == (mdl, b)]
+            bk = best_known(mdl, b, extra=[r["hw_fields"] for r in mine], top=0, jobs=jobs, quiet=False)
+            key = f"{mdl}|{b}"
+            if key not in best or bk["latency_ms"] < best[key]["latency_ms"]:
+                bk["source"] = "exhaustive schedules on every config a run found"
+                best[key] = bk
     res = {"runs": list(runs.values()), "refs": refs, "budgets": sorted(budgets), "best_known": best,
-           "tuners": list(dict.fromkeys(k[2] for k in runs)), "merged": list(paths)}
+           "tuners": list(dict.fromkeys(k[2] for k in runs)), "merged": list(paths),
+           "exhaustive_found": ["/".join(p) for p in pairs] if exhaustive_found else []}
     res["budget_compare"] = budget_compare(res, res["budgets"])
     return res
 
@@ -547,9 +570,17 @@ def main(argv=None):
     ap.add_argument("--merge", nargs="+", default=None, metavar="JSON",
                     help="run nothing: pool the --json files of earlier --budgets runs into one "
                          "report (per-budget paired tests over all their (model, board, seed))")
+    ap.add_argument("--exhaustive-found", nargs="*", default=None, metavar="MODEL/BOARD",
+                    help="with --merge: also evaluate every config any run ended on with per-layer "
+                         "exhaustive schedules (cached; seconds to minutes per config) and use the "
+                         "best as the best-known where lower; only these pairs if given (e.g. "
+                         "mobilenetv2/ultra96), else every pair")
     a = ap.parse_args(argv)
+    if a.exhaustive_found is not None and not a.merge:
+        raise SystemExit("--exhaustive-found works with --merge (a --budgets run: --best-known-top)")
     if a.merge:
-        res = merge(a.merge)
+        ef = False if a.exhaustive_found is None else (a.exhaustive_found or True)
+        res = merge(a.merge, exhaustive_found=ef, jobs=a.jobs)
         print(render_budgets(res))
     else:
         trials = max(a.budgets) if a.budgets else a.trials

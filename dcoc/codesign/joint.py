@@ -68,6 +68,8 @@ class CoDesignProblem(Problem):
         self._space_cache: dict = {}
         self._fit_cache: dict = {}
         self._transfer: dict = {}
+        self._class_time: dict = {}       # (timing key, layer, knobs key) -> measured seconds
+        self._tkey: dict = {}             # hw name -> timing key (timing_classes)
         self._pred_cache: dict = {}
         self._defaults: dict = {}
         self.shapes_opened: set = set()
@@ -176,10 +178,43 @@ class CoDesignProblem(Problem):
             if v not in k.choices:
                 return None
             knobs[k.name] = v
+        return knobs if self.fits(li, hw, knobs) else None
+
+    def fits(self, li: int, hw, knobs: dict) -> bool:
+        """Whether ``knobs`` is a valid schedule of layer ``li`` on ``hw`` (static check, cached)."""
         key = (li, hw.name, Space.key(knobs))
         if key not in self._fit_cache:
-            self._fit_cache[key] = sp.is_valid(knobs)
-        return knobs if self._fit_cache[key] else None
+            self._fit_cache[key] = self.space(li, hw).is_valid(knobs)
+        return self._fit_cache[key]
+
+    # ------------------------------------------------------------------ timing classes
+    def timing_key(self, hw):
+        """``hw``'s timing class (None when ``timing_classes`` is off or the target has none)."""
+        if not self.ccfg.timing_classes:
+            return None
+        if hw.name not in self._tkey:
+            self._tkey[hw.name] = self.target.timing_key(hw)
+        return self._tkey[hw.name]
+
+    def class_time(self, li: int, hw, knobs: dict) -> float | None:
+        """Seconds of ``knobs`` on ``hw`` known without simulating it there: measured on a
+        config of ``hw``'s timing class, and the schedule fits ``hw`` (else None)."""
+        tk = self.timing_key(hw)
+        if tk is None:
+            return None
+        t = self._class_time.get((tk, li, Space.key(knobs)))
+        return t if t is not None and self.fits(li, hw, knobs) else None
+
+    def dominated(self, hw, complete) -> bool:
+        """An opened config of ``hw``'s timing class has every fit knob >= ``hw``'s: every
+        schedule that fits ``hw`` fits it at the same time, so ``hw`` cannot beat it."""
+        tk = self.timing_key(hw)
+        if tk is None:
+            return False
+        mine = self.target.fit_values(hw)
+        return any(self.timing_key(self.s.hw[n]) == tk
+                   and all(a >= b for a, b in zip(self.target.fit_values(self.s.hw[n]), mine))
+                   for n in complete)
 
     def sw_pos(self, li: int, knobs: dict) -> tuple:
         layer = self.s.layers[li]
@@ -213,6 +248,9 @@ class CoDesignProblem(Problem):
             self._seen_data.add((hname, li, key))
             hw = self.s.hw[hname]
             layer = self.s.layers[li]
+            tk = self.timing_key(hw)
+            if tk is not None and math.isfinite(cost) and cost > 0:
+                self._class_time[(tk, li, key)] = cost
             X = self._features(li, hw, [dict(key)])
             eff = self.bound(layer, hw) / cost if math.isfinite(cost) and cost > 0 else 0.0
             self.data[layer.kind][0].append(X[0])
@@ -246,6 +284,10 @@ class CoDesignProblem(Problem):
         mu, sd = np.empty(n), np.empty(n)
         by_kind: dict = {}
         for i, (li, hw, k) in enumerate(items):
+            t = self.class_time(li, hw, k)
+            if t is not None:  # known exactly (timing_classes)
+                mu[i], sd[i] = t, 0.0
+                continue
             by_kind.setdefault(self.s.layers[li].kind, []).append(i)
         for kind, idx in by_kind.items():
             model = self.models[kind]
@@ -494,8 +536,13 @@ class CoDesignProblem(Problem):
         """
         L = self.s.layers
         by_hw: dict = {}
+        skip: dict = {}
         for i, (li, hw, k) in enumerate(cands):
-            if hw.name not in complete:
+            if hw.name in complete:
+                continue
+            if hw.name not in skip:
+                skip[hw.name] = self.dominated(hw, complete)
+            if not skip[hw.name]:
                 by_hw.setdefault(hw.name, (hw, []))[1].append(i)
         # warm start: the source runs' best configs are always scored (until opened)
         extra = [hw for hw in self.prior_hw[: self.ccfg.prior_hw]

@@ -81,6 +81,10 @@ class Target:
     hw_knobs: tuple = ()
     #: the hardware knobs that set the compute core's shape (``sweep``: one config per shape)
     core_knobs: tuple = ()
+    #: the hardware knobs that only decide which schedules *fit* (on-chip buffer sizes): a
+    #: schedule valid on two configs that differ only in them runs the same instruction
+    #: stream, so it takes the same time on both (checked in tests/targets); empty: no such claim
+    fit_knobs: tuple = ()
     #: software slots of DCOC's joint co-design state (every layer's knobs map onto them)
     slots: tuple = ()
     #: which accelerator extraction of ``tvm_plugin.frontend.model_tasks`` gives the layers
@@ -134,6 +138,21 @@ class Target:
 
     def violations(self, hw, board) -> list[str]:
         raise NotImplementedError
+
+    def timing_key(self, hw):
+        """What a schedule's time on ``hw`` depends on: ``hw``'s fields but :attr:`fit_knobs`
+        (None when the target declares none).  Two configs with one key are a *timing class*."""
+        if not self.fit_knobs:
+            return None
+        from dataclasses import fields
+
+        return tuple((f.name, getattr(hw, f.name)) for f in fields(hw)
+                     if f.init and f.name not in self.fit_knobs)
+
+    def fit_values(self, hw) -> tuple:
+        """``hw``'s :attr:`fit_knobs` values (larger in every one: every schedule that fits
+        the smaller config fits it too)."""
+        return tuple(getattr(hw, k) for k in self.fit_knobs)
 
     def resources(self, hw, board) -> dict:
         """Resource estimate of ``hw`` on ``board`` (for the result and the CLI)."""

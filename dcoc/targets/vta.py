@@ -19,6 +19,7 @@ class VTATarget(Target):
     description = "VTA-style accelerator (GEMM core + SRAM buffers) on the cycle-level simulator"
     default_board = "pynq"
     core_knobs = ("batch", "block_in", "block_out")
+    fit_knobs = ("log_uop_buff", "log_inp_buff", "log_wgt_buff", "log_acc_buff")
     slots = SLOTS
     shrink_order = ("tile_h", "tile_co", "tile_w", "tile_b", "tile_ci")
 

@@ -265,3 +265,34 @@ def test_layer_weights_latency_share_or_distance_to_the_bound():
     cfg.codesign.layer_weights = "flops"
     with pytest.raises(DcocError, match="unknown co-design layer_weights 'flops'"):
         cd.make_driver(_session(), BOARD, "dcoc", 0, config=cfg)
+
+
+def test_timing_classes_know_a_sibling_config_and_skip_dominated_ones(monkeypatch):
+    """``timing_classes``: a schedule measured on one config is known exactly (sd 0) on a
+    config differing only in the target's fit knobs, where it fits; a config whose fit knobs
+    are all <= an opened one of its class is never opened.  Off (default): no such knowledge.
+    (The systolic target makes no fit-knob claim; declared here to test the mechanics.)"""
+    from dataclasses import replace
+
+    monkeypatch.setattr(SYS, "fit_knobs", ("log_ifmap", "log_wgt", "log_ofmap"))
+    cfg = small_config()
+    cfg.codesign.timing_classes = True
+    s = _session(budget=40, tuner="dcoc")
+    d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
+    s.run(d)
+    p, inc = d.problem, s.hw[s.best_hw]
+    p.refit()
+    li, (cost, knobs) = 0, s.best[(inc.name, 0)]
+    big = replace(inc, log_ifmap=17, log_wgt=17, log_ofmap=17)
+    assert p.fits(li, big, knobs)
+    assert p.class_time(li, big, knobs) == cost
+    mu, sd = p.predict_many([(li, big, knobs), (li, inc, knobs)])
+    assert (mu[0], sd[0]) == (cost, 0.0) and (mu[1], sd[1]) == (cost, 0.0)
+    assert p.class_time(li, replace(big, rows=inc.rows * 2), knobs) is None    # another core
+    small = replace(inc, log_ifmap=min(inc.log_ifmap, 14), log_wgt=min(inc.log_wgt, 14),
+                    log_ofmap=min(inc.log_ofmap, 14))
+    assert small.name != inc.name and p.dominated(small, [inc.name]) and not p.dominated(big, [inc.name])
+    cands = [(lj, small, k) for lj in range(len(s.layers)) for k in [p.default(lj, small)] if k is not None]
+    assert cands and p.choose_new_hw(cands, {inc.name}, s.best_latency, explore=True) is None
+    cfg.codesign.timing_classes = False   # read live: off, nothing is known off-config
+    assert p.class_time(li, big, knobs) is None and not p.dominated(small, [inc.name])

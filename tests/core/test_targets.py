@@ -161,3 +161,35 @@ def test_vta_padded_bound_counts_the_tiles_a_core_shape_wastes():
     layer = sys_t.layer("C5")
     shw = sys_t.default_hw(sys_t.board(sys_t.default_board))
     assert sys_t.bound_seconds(layer, shw) == sys_t.ideal_seconds(layer, shw)
+
+
+def test_vta_buffer_sizes_only_decide_what_fits():
+    """VTA's ``fit_knobs`` claim (used by co-design's ``timing_classes``): a schedule valid on
+    two configs that differ only in buffer sizes simulates to the same time on both, and
+    one that fits the smaller config fits the larger one."""
+    import numpy as np
+
+    from dcoc.vta import Conv2DWorkload, DenseWorkload, HWConfig, simulate
+
+    t = targets.get("vta")
+    small = HWConfig(block_in=16, block_out=32, log_uop_buff=14, log_inp_buff=14, log_wgt_buff=17,
+                     log_acc_buff=16, freq_mhz=333.0, bus_bytes=16)
+    large = small.replace(log_uop_buff=16, log_inp_buff=15, log_wgt_buff=19, log_acc_buff=17)
+    other = small.replace(block_out=16)            # another core: another class
+    assert t.timing_key(small) == t.timing_key(large) != t.timing_key(other)
+    assert t.fit_values(small) == (14, 14, 17, 16)
+    rng = np.random.default_rng(0)
+    both = 0
+    for wl in (Conv2DWorkload(1, 56, 56, 24, 144, kernel=1), Conv2DWorkload(1, 14, 14, 256, 256, kernel=3, padding=1),
+               DenseWorkload(1, 1280, 1000)):
+        layer = t.layer(wl)
+        sp_s, sp_l = t.sw_space(layer, small), t.sw_space(layer, large)
+        pts = list(sp_l)
+        for i in rng.choice(len(pts), size=min(40, len(pts)), replace=False):
+            k = pts[int(i)]
+            if sp_s.is_valid(k):
+                assert sp_l.is_valid(k)
+                a, b = simulate(wl, small, k), simulate(wl, large, k)
+                assert a.valid and b.valid and a.cycles == b.cycles
+                both += 1
+    assert both >= 20
