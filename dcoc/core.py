@@ -77,6 +77,10 @@ class CoDesignConfig:
                                     # there, if lower (predicted: refined vs refined; opt-in,
                                     # docs/method.md §5, §12)
     new_shape_bonus: float = 0.03   # optimism for a compute-core shape never measured
+    sweep_incumbent: bool = False   # every valid schedule of every layer on the incumbent config is
+                                    # a candidate each round (scored by the cost model, like the
+                                    # per-task exhaustive_limit; only if their total <= it), beside
+                                    # the walks' points; opt-in, docs/method.md §5, §12
     timing_classes: bool = False    # a schedule measured on one config is known (exactly, sd 0) on
                                     # every config that differs only in the target's fit_knobs
                                     # (VTA: buffer sizes) where it fits, and a config whose buffers

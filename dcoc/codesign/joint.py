@@ -70,6 +70,7 @@ class CoDesignProblem(Problem):
         self._transfer: dict = {}
         self._class_time: dict = {}       # (timing key, layer, knobs key) -> measured seconds
         self._tkey: dict = {}             # hw name -> timing key (timing_classes)
+        self._inc_items: tuple = ("", [])  # (hw name, its every valid (layer, hw, knobs)) (sweep_incumbent)
         self._pred_cache: dict = {}
         self._defaults: dict = {}
         self.shapes_opened: set = set()
@@ -452,7 +453,25 @@ class CoDesignProblem(Problem):
             if key not in seen:
                 seen.add(key)
                 cands.append((li, hw, k))
+        if self.ccfg.sweep_incumbent:
+            for li, hw, k in self.incumbent_items():
+                key = (li, hw.name, Space.key(k))
+                if key not in seen and not self.s.is_measured(hw, li, k):
+                    seen.add(key)
+                    cands.append((li, hw, k))
         return cands
+
+    def incumbent_items(self) -> list:
+        """Every valid schedule of every layer on the incumbent config (``sweep_incumbent``;
+        none if the layers' spaces hold more than ``exhaustive_limit`` points together)."""
+        inc = self.s.hw[self.s.best_hw]
+        if self._inc_items[0] != inc.name:
+            spaces = [self.space(li, inc) for li in range(len(self.s.layers))]
+            items = []
+            if sum(len(sp) for sp in spaces) <= self.cfg.exhaustive_limit:
+                items = [(li, inc, k) for li, sp in enumerate(spaces) for k in sp if self.fits(li, inc, k)]
+            self._inc_items = (inc.name, items)
+        return self._inc_items[1]
 
     def predict(self, cands):
         L = self.s.layers
@@ -460,7 +479,8 @@ class CoDesignProblem(Problem):
         self.ensure_estimates([c[1] for c in cands])
         m, d = self.predict_many(cands)
         cnt = np.array([L[li].count for li, _, _ in cands], dtype=float)
-        rest = np.array([self.model_estimate(hw) - L[li].count * self.layer_estimate(li, hw)
+        model = {hw.name: self.model_estimate(hw) for _, hw, _ in cands}
+        rest = np.array([model[hw.name] - L[li].count * self.layer_estimate(li, hw)
                          for li, hw, _ in cands])
         lat = rest + cnt * m
         return best_lat / lat, best_lat * cnt * d / lat ** 2

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pytest
 
 from dcoc import codesign as cd
 from dcoc.errors import DcocError
-from dcoc.search import Records
+from dcoc.search import Records, Space
 from dcoc.targets.systolic import SystolicConfig
 
 from systolic_helpers import BOARD, SYS, Counting, small_config, systolic_layers
@@ -296,3 +298,26 @@ def test_timing_classes_know_a_sibling_config_and_skip_dominated_ones(monkeypatc
     assert cands and p.choose_new_hw(cands, {inc.name}, s.best_latency, explore=True) is None
     cfg.codesign.timing_classes = False   # read live: off, nothing is known off-config
     assert p.class_time(li, big, knobs) is None and not p.dominated(small, [inc.name])
+
+
+def test_sweep_incumbent_adds_every_unmeasured_schedule_of_the_incumbent():
+    """``sweep_incumbent``: each round's candidates hold every valid, unmeasured schedule of
+    every layer on the incumbent config (beside the walks' points); none when the layers'
+    spaces together exceed ``exhaustive_limit``; off by default."""
+    cfg = small_config()
+    s = _session(budget=30, tuner="dcoc")
+    d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
+    s.run(d)
+    p, inc = d.problem, s.hw[s.best_hw]
+    empty = (np.empty((0, p.dims.shape[1]), dtype=np.int64), np.empty(0, dtype=np.int64))
+    p.starts(4)
+    assert p.candidates(*empty, 8) == []
+    cfg.codesign.sweep_incumbent = True
+    cands = p.candidates(*empty, 8)
+    want = {(li, Space.key(k)) for li in range(len(s.layers)) for k in p.space(li, inc)
+            if p.space(li, inc).is_valid(k) and not s.is_measured(inc, li, k)}
+    assert cands and {(li, Space.key(k)) for li, hw, k in cands} == want
+    assert all(hw.name == inc.name for _, hw, _ in cands)
+    p.cfg.exhaustive_limit = 10   # (the driver's copy of the top-level config)
+    p._inc_items = ("", [])
+    assert p.candidates(*empty, 8) == []
