@@ -81,6 +81,9 @@ class CoDesignConfig:
                                     # a candidate each round (scored by the cost model, like the
                                     # per-task exhaustive_limit; only if their total <= it), beside
                                     # the walks' points; opt-in, docs/method.md §5, §12
+    sweep_open: bool = False        # a shortlisted unopened config is scored with every layer's best
+                                    # predicted schedule over its whole space (not only the walks'
+                                    # candidates, the transferred and the default one); opt-in
     timing_classes: bool = False    # a schedule measured on one config is known (exactly, sd 0) on
                                     # every config that differs only in the target's fit_knobs
                                     # (VTA: buffer sizes) where it fits, and a config whose buffers

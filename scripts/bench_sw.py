@@ -88,8 +88,9 @@ def parse_spec(spec: str) -> tuple[str, dict]:
 
 #: DCOC-family spec keys that live in a nested config (``dcoc:explore_frac=0``)
 _NESTED = {"explore_frac": "confidence", "kappa": "confidence", "threshold": "confidence",
-           "lr": "mappo", "epochs": "mappo", "hw_explore_every": "codesign", "open_margin": "codesign",
-           "new_shape_bonus": "codesign", "shortlist_by_shape": "codesign", "new_hw_shortlist": "codesign"}
+           "temperature": "confidence", "lr": "mappo", "epochs": "mappo", "hw_explore_every": "codesign",
+           "open_margin": "codesign", "new_shape_bonus": "codesign", "shortlist_by_shape": "codesign",
+           "new_hw_shortlist": "codesign"}
 
 
 def tuner_kwargs(name: str, kw: dict) -> dict:

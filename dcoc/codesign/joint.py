@@ -466,12 +466,20 @@ class CoDesignProblem(Problem):
         none if the layers' spaces hold more than ``exhaustive_limit`` points together)."""
         inc = self.s.hw[self.s.best_hw]
         if self._inc_items[0] != inc.name:
-            spaces = [self.space(li, inc) for li in range(len(self.s.layers))]
             items = []
-            if sum(len(sp) for sp in spaces) <= self.cfg.exhaustive_limit:
-                items = [(li, inc, k) for li, sp in enumerate(spaces) for k in sp if self.fits(li, inc, k)]
+            if self.sweepable(inc):
+                items = [(li, inc, k) for li in range(len(self.s.layers)) for k in self.valid_schedules(li, inc)]
             self._inc_items = (inc.name, items)
         return self._inc_items[1]
+
+    def sweepable(self, hw) -> bool:
+        """The layers' schedule spaces on ``hw`` hold <= ``exhaustive_limit`` points together."""
+        return sum(len(self.space(li, hw)) for li in range(len(self.s.layers))) <= self.cfg.exhaustive_limit
+
+    def valid_schedules(self, li: int, hw) -> list[dict]:
+        """Every valid schedule of layer ``li`` on ``hw``."""
+        sp = self.space(li, hw)
+        return [k for k in sp if self.fits(li, hw, k)]
 
     def predict(self, cands):
         L = self.s.layers
@@ -584,6 +592,7 @@ class CoDesignProblem(Problem):
         best, best_ucb = None, None
         for hw, idx in ranked:
             mu_lat, var_lat, plan = 0.0, 0.0, []
+            sweep = self.ccfg.sweep_open and self.sweepable(hw)
             for lj, layer in enumerate(L):
                 b = self.s.best.get((hw.name, lj))
                 if b is not None:
@@ -591,6 +600,8 @@ class CoDesignProblem(Problem):
                     continue
                 opts = [cands[i][2] for i in idx if cands[i][0] == lj]
                 opts += [k for k in (self.transfer(lj, hw), self.default(lj, hw)) if k is not None]
+                if sweep:
+                    opts += self.valid_schedules(lj, hw)
                 opts = list({Space.key(k): k for k in opts}.values())
                 if not opts:
                     mu_lat = math.inf
