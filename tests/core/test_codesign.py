@@ -321,3 +321,30 @@ def test_sweep_incumbent_adds_every_unmeasured_schedule_of_the_incumbent():
     p.cfg.exhaustive_limit = 10   # (the driver's copy of the top-level config)
     p._inc_items = ("", [])
     assert p.candidates(*empty, 8) == []
+
+
+def test_sweep_open_scores_an_unopened_config_by_every_schedule():
+    """``sweep_open``: the opening plan of an unopened config takes, per layer, the best
+    predicted schedule over its whole valid space (without it: over the walks' candidates,
+    the transferred and the default schedule only, which can only be worse)."""
+    cfg = small_config()
+    s = _session(budget=30, tuner="dcoc")
+    d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
+    s.run(d)
+    p = d.problem
+    complete = set(s.complete_hws())
+    hw = next(h for h in (p.target.make_hw(v, p.board) for v in p.hs if not p.hs.check(v))
+              if h.name not in complete and all(p.default(li, h) is not None for li in range(len(s.layers))))
+    cands = [(0, hw, p.default(0, hw))]
+
+    def plan_time(plan):
+        return sum(s.layers[li].count * float(p.predict_time(li, h, [k])[0][0]) for li, h, k in plan)
+
+    _, plain = p.choose_new_hw(cands, complete, s.best_latency * 1e3)
+    cfg.codesign.sweep_open = True
+    _, swept = p.choose_new_hw(cands, complete, s.best_latency * 1e3)
+    for li, h, k in swept:
+        assert h.name == hw.name
+        assert float(p.predict_time(li, hw, [k])[0][0]) == pytest.approx(
+            float(p.predict_time(li, hw, p.valid_schedules(li, hw))[0].min()))
+    assert plan_time(swept) <= plan_time(plain) + 1e-15
