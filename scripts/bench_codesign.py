@@ -532,8 +532,9 @@ def merge(paths, exhaustive_found=False, jobs: int | None = None) -> dict:
         if exhaustive_found is not True:
             want = {tuple(p.split("/")) for p in exhaustive_found}
             pairs = [p for p in pairs if p in want]
-            if len(pairs) != len(want):
-                raise SystemExit(f"--exhaustive-found: no runs of {', '.join(sorted('/'.join(p) for p in want - set(pairs)))}")
+            missing = sorted("/".join(p) for p in want - set(pairs))
+            if missing:
+                raise SystemExit(f"--exhaustive-found: no runs of {', '.join(missing)}")
         for mdl, b in pairs:
             mine = [r for k, r in runs.items() if (k[0], k[1]) == (mdl, b)]
             bk = best_known(mdl, b, extra=[r["hw_fields"] for r in mine], top=0, jobs=jobs, quiet=False)

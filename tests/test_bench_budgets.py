@@ -88,3 +88,37 @@ def test_merge_pools_budget_files_and_keeps_the_better_best_known(tmp_path):
     cell = {(r["budget"], r["tuner"]): r for r in res["budget_compare"]["pooled"]}
     assert cell[(100, "other")]["test"]["n"] == 10 and cell[(100, "other")]["test"]["sign"] == -1
     assert abs(cell[(100, "dcoc")]["fraction"][0] - (76 / 80 + 1.0) / 2) < 1e-12   # median of 5 x 0.95, 5 x 1
+
+
+def test_merge_exhaustive_found_searches_every_config_a_run_ended_on(tmp_path, monkeypatch):
+    """``--merge --exhaustive-found``: every config any merged run ended on goes to
+    :func:`best_known` (``top=0``), whose lower latency becomes the pair's best-known; only
+    the named pairs; a pair without runs is an error."""
+    import json
+
+    import pytest
+
+    from scripts import bench_codesign as bc
+
+    runs = [dict(_run("dcoc", s, "a", [(20, 80.0)]), hw_fields={"n": s % 2}) for s in range(4)]
+    runs += [dict(_run("dcoc", s, "b", [(20, 80.0)]), hw_fields={"n": 9}) for s in range(4)]
+    path = str(tmp_path / "r.json")
+    with open(path, "w") as f:
+        json.dump({"runs": runs, "budgets": [100], "refs": {},
+                   "best_known": {f"m|{b}": {"latency_ms": 80.0, "hw": "x", "evaluated": {}, "source": "t"}
+                                  for b in "ab"}}, f)
+    calls = []
+
+    def fake(model, board, extra=(), top=20, jobs=None, quiet=True):
+        calls.append((model, board, sorted(e["n"] for e in extra), top))
+        return {"latency_ms": 76.0, "hw": "y", "evaluated": {"y": 76.0}, "landscape_top": top}
+
+    monkeypatch.setattr(bc, "best_known", fake)
+    res = bc.merge([path], exhaustive_found=["m/a"])
+    assert calls == [("m", "a", [0, 0, 1, 1], 0)]
+    assert res["best_known"]["m|a"]["latency_ms"] == 76.0 and res["best_known"]["m|b"]["latency_ms"] == 80.0
+    assert res["exhaustive_found"] == ["m/a"]
+    cell = {(r["budget"], r["tuner"]): r for r in res["budget_compare"]["pooled"]}
+    assert cell[(100, "dcoc")]["fraction"][0] == pytest.approx((0.95 + 1.0) / 2)
+    with pytest.raises(SystemExit, match="no runs of m/c"):
+        bc.merge([path], exhaustive_found=["m/c"])
