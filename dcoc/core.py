@@ -83,7 +83,8 @@ class CoDesignConfig:
                                     # the walks' points; opt-in, docs/method.md §5, §12
     sweep_open: bool = False        # a shortlisted unopened config is scored with every layer's best
                                     # predicted schedule over its whole space (not only the walks'
-                                    # candidates, the transferred and the default one); opt-in
+                                    # candidates, the transferred and the default one); opt-in,
+                                    # docs/method.md §5, §12
     timing_classes: bool = False    # a schedule measured on one config is known (exactly, sd 0) on
                                     # every config that differs only in the target's fit_knobs
                                     # (VTA: buffer sizes) where it fits, and a config whose buffers

@@ -574,7 +574,7 @@ class CoDesignProblem(Problem):
                 by_hw.setdefault(hw.name, (hw, []))[1].append(i)
         # warm start: the source runs' best configs are always scored (until opened)
         extra = [hw for hw in self.prior_hw[: self.ccfg.prior_hw]
-                 if hw.name not in complete and hw.name not in by_hw]
+                 if hw.name not in complete and hw.name not in by_hw and not self.dominated(hw, complete)]
         if not by_hw and not extra:
             return None
         order = sorted(by_hw.values(), key=lambda v: self.model_estimate(v[0]))
