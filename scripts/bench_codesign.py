@@ -527,8 +527,8 @@ def merge(paths, exhaustive_found=False, jobs: int | None = None) -> dict:
         for k, v in r["best_known"].items():
             if k not in best or v["latency_ms"] < best[k]["latency_ms"]:
                 best[k] = v
+    pairs = sorted({(k[0], k[1]) for k in runs}) if exhaustive_found else []
     if exhaustive_found:
-        pairs = sorted({(k[0], k[1]) for k in runs})
         if exhaustive_found is not True:
             want = {tuple(p.split("/")) for p in exhaustive_found}
             pairs = [p for p in pairs if p in want]
@@ -544,7 +544,7 @@ def merge(paths, exhaustive_found=False, jobs: int | None = None) -> dict:
                 best[key] = bk
     res = {"runs": list(runs.values()), "refs": refs, "budgets": sorted(budgets), "best_known": best,
            "tuners": list(dict.fromkeys(k[2] for k in runs)), "merged": list(paths),
-           "exhaustive_found": ["/".join(p) for p in pairs] if exhaustive_found else []}
+           "exhaustive_found": ["/".join(p) for p in pairs]}
     res["budget_compare"] = budget_compare(res, res["budgets"])
     return res
 

@@ -249,11 +249,12 @@ class CoDesignProblem(Problem):
             self._seen_data.add((hname, li, key))
             hw = self.s.hw[hname]
             layer = self.s.layers[li]
+            ok = math.isfinite(cost) and cost > 0
             tk = self.timing_key(hw)
-            if tk is not None and math.isfinite(cost) and cost > 0:
+            if tk is not None and ok:
                 self._class_time[(tk, li, key)] = cost
             X = self._features(li, hw, [dict(key)])
-            eff = self.bound(layer, hw) / cost if math.isfinite(cost) and cost > 0 else 0.0
+            eff = self.bound(layer, hw) / cost if ok else 0.0
             self.data[layer.kind][0].append(X[0])
             self.data[layer.kind][1].append(eff)
             new = True
@@ -564,14 +565,10 @@ class CoDesignProblem(Problem):
         """
         L = self.s.layers
         by_hw: dict = {}
-        skip: dict = {}
         for i, (li, hw, k) in enumerate(cands):
-            if hw.name in complete:
-                continue
-            if hw.name not in skip:
-                skip[hw.name] = self.dominated(hw, complete)
-            if not skip[hw.name]:
+            if hw.name not in complete:
                 by_hw.setdefault(hw.name, (hw, []))[1].append(i)
+        by_hw = {n: v for n, v in by_hw.items() if not self.dominated(v[0], complete)}
         # warm start: the source runs' best configs are always scored (until opened)
         extra = [hw for hw in self.prior_hw[: self.ccfg.prior_hw]
                  if hw.name not in complete and hw.name not in by_hw and not self.dominated(hw, complete)]
