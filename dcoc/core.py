@@ -85,6 +85,12 @@ class CoDesignConfig:
                                     # predicted schedule over its whole space (not only the walks'
                                     # candidates, the transferred and the default one); opt-in,
                                     # docs/method.md §5, §12
+    gain_units: str = "model"       # the units of the candidates' predictions that the selection
+                                    # (confidence rule or top-k) sees: the model's normalized
+                                    # throughput (model; a layer's whole gain is a few thousandths,
+                                    # so the rule's temperature makes near-uniform picks) or the
+                                    # layer's (layer: the units the rule has per task); opt-in,
+                                    # docs/method.md §5, §12
     timing_classes: bool = False    # a schedule measured on one config is known (exactly, sd 0) on
                                     # every config that differs only in the target's fit_knobs
                                     # (VTA: buffer sizes) where it fits, and a config whose buffers

@@ -42,7 +42,8 @@ class CoDesignProblem(Problem):
         self.board = self.target.board(board)
         self.ccfg = cfg.codesign
         for name, choices in (("bound", ("padded", "ideal")), ("layer_weights", ("latency", "potential")),
-                              ("open_ref", ("measured", "predicted"))):
+                              ("open_ref", ("measured", "predicted")),
+                              ("gain_units", ("model", "layer"))):
             if getattr(self.ccfg, name) not in choices:
                 raise DcocError(f"unknown co-design {name} '{getattr(self.ccfg, name)}'; "
                                 f"choose {' or '.join(choices)}")
@@ -491,6 +492,11 @@ class CoDesignProblem(Problem):
         model = {hw.name: self.model_estimate(hw) for _, hw, _ in cands}
         rest = np.array([model[hw.name] - L[li].count * self.layer_estimate(li, hw)
                          for li, hw, _ in cands])
+        if self.ccfg.gain_units == "layer":
+            # the layer's time at which the model ties the incumbent, over the predicted time:
+            # on the incumbent, the layer's normalized throughput (1.0 = its best measured)
+            ref = (best_lat - rest) / cnt
+            return ref / m, np.abs(ref) * d / m ** 2
         lat = rest + cnt * m
         return best_lat / lat, best_lat * cnt * d / lat ** 2
 

@@ -348,3 +348,35 @@ def test_sweep_open_scores_an_unopened_config_by_every_schedule():
         assert float(p.predict_time(li, hw, [k])[0][0]) == pytest.approx(
             float(p.predict_time(li, hw, p.valid_schedules(li, hw))[0].min()))
     assert plan_time(swept) <= plan_time(plain) + 1e-15
+
+
+def test_gain_units_layer_gives_the_selection_each_layers_normalized_throughput():
+    """``gain_units="layer"``: a candidate on the incumbent is scored as its layer's best
+    measured time over the predicted one (the per-task rule's units), with the same ranking
+    within a layer as the model units and the model's verdict kept (a config that cannot
+    tie the incumbent scores <= 0); an unknown unit is a one-line error."""
+    cfg = small_config()
+    s = _session(budget=30, tuner="dcoc")
+    d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
+    s.run(d)
+    p, inc = d.problem, s.hw[s.best_hw]
+    p.starts(4)
+    cands = [(li, inc, k) for li in range(len(s.layers)) for k in p.valid_schedules(li, inc)
+             if not s.is_measured(inc, li, k)]
+    assert cands
+    mu_m, _ = p.predict(cands)
+    cfg.codesign.gain_units = "layer"   # read live
+    mu_l, sd_l = p.predict(cands)
+    m, dev = p.predict_many(cands)
+    for i, (li, _, _) in enumerate(cands):
+        best = s.best[(inc.name, li)][0]
+        assert mu_l[i] == pytest.approx(best / m[i])
+        assert sd_l[i] == pytest.approx(best * dev[i] / m[i] ** 2)
+    for li in range(len(s.layers)):
+        idx = [i for i, c in enumerate(cands) if c[0] == li]
+        assert list(np.argsort(mu_l[idx], kind="stable")) == list(np.argsort(mu_m[idx], kind="stable"))
+    # gains: a layer's relative gain is larger than its share of the model's
+    assert np.all(np.abs(mu_l - 1) >= np.abs(mu_m - 1) - 1e-12)
+    cfg.codesign.gain_units = "step"
+    with pytest.raises(DcocError, match="unknown co-design gain_units 'step'"):
+        cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
