@@ -503,7 +503,7 @@ def render(res: dict) -> str:
     return "\n".join(out)
 
 
-def merge(paths, exhaustive_found=False, jobs: int | None = None) -> dict:
+def merge(paths, exhaustive_found=False, jobs: int | None = None, rename: dict | None = None) -> dict:
     """One budget report from several ``--json`` files of ``--budgets`` runs (e.g. one per
     board): runs of the same (model, board, tuner, seed) are taken once, each (model, board)
     keeps the better of its best-known designs, and the paired tests are recomputed over
@@ -513,7 +513,11 @@ def merge(paths, exhaustive_found=False, jobs: int | None = None) -> dict:
     any of these runs ended on is also evaluated with per-layer exhaustive schedules
     (:func:`best_known` with ``top=0``, cached), so the best-known is at least the best
     *schedules* on every found config -- not only the schedules a run happened to measure
-    there."""
+    there.
+
+    ``rename`` ({old tuner: new}) relabels runs as they are read: e.g. a setting adopted as
+    the default is paired as ``dcoc`` against the runs of the old default, renamed too."""
+    rename = dict(rename or {})
     runs, best, budgets, refs = {}, {}, set(), {}
     for path in paths:
         with open(path) as f:
@@ -523,6 +527,8 @@ def merge(paths, exhaustive_found=False, jobs: int | None = None) -> dict:
         budgets.update(r["budgets"])
         refs.update(r["refs"])
         for run_ in r["runs"]:
+            if run_["tuner"] in rename:
+                run_ = {**run_, "tuner": rename[run_["tuner"]]}
             runs.setdefault((run_["model"], run_["board"], run_["tuner"], run_["seed"]), run_)
         for k, v in r["best_known"].items():
             if k not in best or v["latency_ms"] < best[k]["latency_ms"]:
@@ -576,12 +582,18 @@ def main(argv=None):
                          "exhaustive schedules (cached; seconds to minutes per config) and use the "
                          "best as the best-known where lower; only these pairs if given (e.g. "
                          "mobilenetv2/ultra96), else every pair")
+    ap.add_argument("--rename", nargs=2, action="append", default=None, metavar=("OLD", "NEW"),
+                    help="with --merge: relabel tuner OLD as NEW (repeatable), e.g. --rename dcoc "
+                         "dcoc@v3 --rename dcoc:sweep_incumbent=True dcoc pairs a setting adopted "
+                         "as the default against the old default's runs")
     a = ap.parse_args(argv)
+    if a.rename and not a.merge:
+        raise SystemExit("--rename works with --merge")
     if a.exhaustive_found is not None and not a.merge:
         raise SystemExit("--exhaustive-found works with --merge (a --budgets run: --best-known-top)")
     if a.merge:
         ef = False if a.exhaustive_found is None else (a.exhaustive_found or True)
-        res = merge(a.merge, exhaustive_found=ef, jobs=a.jobs)
+        res = merge(a.merge, exhaustive_found=ef, jobs=a.jobs, rename=dict(a.rename or ()))
         print(render_budgets(res))
     else:
         trials = max(a.budgets) if a.budgets else a.trials

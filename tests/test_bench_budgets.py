@@ -88,6 +88,11 @@ def test_merge_pools_budget_files_and_keeps_the_better_best_known(tmp_path):
     cell = {(r["budget"], r["tuner"]): r for r in res["budget_compare"]["pooled"]}
     assert cell[(100, "other")]["test"]["n"] == 10 and cell[(100, "other")]["test"]["sign"] == -1
     assert abs(cell[(100, "dcoc")]["fraction"][0] - (76 / 80 + 1.0) / 2) < 1e-12   # median of 5 x 0.95, 5 x 1
+    # --rename: "other" becomes the reference, the old "dcoc" is paired against it
+    res = merge(paths, rename={"dcoc": "dcoc@old", "other": "dcoc"})
+    assert {r["tuner"] for r in res["runs"]} == {"dcoc", "dcoc@old"}
+    cell = {(r["budget"], r["tuner"]): r for r in res["budget_compare"]["pooled"]}
+    assert cell[(100, "dcoc@old")]["test"]["n"] == 10 and cell[(100, "dcoc@old")]["test"]["sign"] == 1
 
 
 def test_merge_exhaustive_found_searches_every_config_a_run_ended_on(tmp_path, monkeypatch):
