@@ -303,8 +303,9 @@ def test_timing_classes_know_a_sibling_config_and_skip_dominated_ones(monkeypatc
 def test_sweep_incumbent_adds_every_unmeasured_schedule_of_the_incumbent():
     """``sweep_incumbent``: each round's candidates hold every valid, unmeasured schedule of
     every layer on the incumbent config (beside the walks' points); none when the layers'
-    spaces together exceed ``exhaustive_limit``; off by default."""
+    spaces together exceed ``exhaustive_limit`` or when it is off."""
     cfg = small_config()
+    cfg.codesign.sweep_incumbent = False
     s = _session(budget=30, tuner="dcoc")
     d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
     s.run(d)
@@ -364,8 +365,9 @@ def test_gain_units_layer_gives_the_selection_each_layers_normalized_throughput(
     cands = [(li, inc, k) for li in range(len(s.layers)) for k in p.valid_schedules(li, inc)
              if not s.is_measured(inc, li, k)]
     assert cands
+    cfg.codesign.gain_units = "model"   # read live
     mu_m, _ = p.predict(cands)
-    cfg.codesign.gain_units = "layer"   # read live
+    cfg.codesign.gain_units = "layer"
     mu_l, sd_l = p.predict(cands)
     m, dev = p.predict_many(cands)
     for i, (li, _, _) in enumerate(cands):
