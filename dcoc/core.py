@@ -77,20 +77,21 @@ class CoDesignConfig:
                                     # there, if lower (predicted: refined vs refined; opt-in,
                                     # docs/method.md §5, §12)
     new_shape_bonus: float = 0.03   # optimism for a compute-core shape never measured
-    sweep_incumbent: bool = False   # every valid schedule of every layer on the incumbent config is
+    sweep_incumbent: bool = True    # every valid schedule of every layer on the incumbent config is
                                     # a candidate each round (scored by the cost model, like the
                                     # per-task exhaustive_limit; only if their total <= it), beside
-                                    # the walks' points; opt-in, docs/method.md §5, §12
+                                    # the search's points (default since session 10, with
+                                    # gain_units="layer"; docs/method.md §5, §12)
     sweep_open: bool = False        # a shortlisted unopened config is scored with every layer's best
                                     # predicted schedule over its whole space (not only the walks'
                                     # candidates, the transferred and the default one); opt-in,
                                     # docs/method.md §5, §12
-    gain_units: str = "model"       # the units of the candidates' predictions that the selection
-                                    # (confidence rule or top-k) sees: the model's normalized
-                                    # throughput (model; a layer's whole gain is a few thousandths,
-                                    # so the rule's temperature makes near-uniform picks) or the
-                                    # layer's (layer: the units the rule has per task); opt-in,
-                                    # docs/method.md §5, §12
+    gain_units: str = "layer"       # the units of the candidates' predictions that the selection
+                                    # (confidence rule or top-k) sees: the layer's normalized
+                                    # throughput (layer: 1.0 = its best measured on the incumbent,
+                                    # the units the rule has per task) or the model's (model, before
+                                    # session 10: a layer's whole gain is a few thousandths, so the
+                                    # rule's temperature made near-uniform picks); docs/method.md §5, §12
     timing_classes: bool = False    # a schedule measured on one config is known (exactly, sd 0) on
                                     # every config that differs only in the target's fit_knobs
                                     # (VTA: buffer sizes) where it fits, and a config whose buffers

@@ -584,8 +584,8 @@ def main(argv=None):
                          "mobilenetv2/ultra96), else every pair")
     ap.add_argument("--rename", nargs=2, action="append", default=None, metavar=("OLD", "NEW"),
                     help="with --merge: relabel tuner OLD as NEW (repeatable), e.g. --rename dcoc "
-                         "dcoc@v3 --rename dcoc:sweep_incumbent=True dcoc pairs a setting adopted "
-                         "as the default against the old default's runs")
+                         "dcoc@s7 --rename dcoc:gain_units=layer,sweep_incumbent=True dcoc pairs a "
+                         "setting adopted as the default against the old default's runs")
     a = ap.parse_args(argv)
     if a.rename and not a.merge:
         raise SystemExit("--rename works with --merge")

@@ -444,7 +444,8 @@ class CoDesignProblem(Problem):
         return out
 
     def candidates(self, points, walkers, n):
-        """Unmeasured valid (layer, hw, knobs) the walks visited."""
+        """Unmeasured valid (layer, hw, knobs): the search's points (walks or annealing) and,
+        with ``sweep_incumbent`` (the default), every schedule of every layer on the incumbent."""
         cands, seen = [], set()
         for p, w in zip(points, walkers):
             hw, k = self.decode(p, w)
