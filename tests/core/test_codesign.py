@@ -353,9 +353,8 @@ def test_sweep_open_scores_an_unopened_config_by_every_schedule():
 
 def test_gain_units_layer_gives_the_selection_each_layers_normalized_throughput():
     """``gain_units="layer"``: a candidate on the incumbent is scored as its layer's best
-    measured time over the predicted one (the per-task rule's units), with the same ranking
-    within a layer as the model units and the model's verdict kept (a config that cannot
-    tie the incumbent scores <= 0); an unknown unit is a one-line error."""
+    measured time over the predicted one (the per-task rule's units), ranked within a layer
+    as in the model's units, with larger gains; an unknown unit is a one-line error."""
     cfg = small_config()
     s = _session(budget=30, tuner="dcoc")
     d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
