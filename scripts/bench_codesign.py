@@ -593,7 +593,7 @@ def main(argv=None):
         raise SystemExit("--exhaustive-found works with --merge (a --budgets run: --best-known-top)")
     if a.merge:
         ef = False if a.exhaustive_found is None else (a.exhaustive_found or True)
-        res = merge(a.merge, exhaustive_found=ef, jobs=a.jobs, rename=dict(a.rename or ()))
+        res = merge(a.merge, exhaustive_found=ef, jobs=a.jobs, rename=a.rename)
         print(render_budgets(res))
     else:
         trials = max(a.budgets) if a.budgets else a.trials

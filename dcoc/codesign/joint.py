@@ -490,7 +490,7 @@ class CoDesignProblem(Problem):
         self.ensure_estimates([c[1] for c in cands])
         m, d = self.predict_many(cands)
         cnt = np.array([L[li].count for li, _, _ in cands], dtype=float)
-        model = {hw.name: self.model_estimate(hw) for _, hw, _ in cands}
+        model = {n: self.model_estimate(hw) for n, hw in {hw.name: hw for _, hw, _ in cands}.items()}
         rest = np.array([model[hw.name] - L[li].count * self.layer_estimate(li, hw)
                          for li, hw, _ in cands])
         if self.ccfg.gain_units == "layer":
