@@ -407,10 +407,35 @@ def hand_written(text: str) -> str:
     return ""
 
 
+#: the generated sections in file order, by the ``## N. `` prefix of their headings
+SECTIONS = {"simulator": "## 1. ", "sw": "## 2. ", "codesign": "## 3. ", "metaschedule": "## 4. "}
+
+
+def generated_sections(text: str) -> tuple[str, dict]:
+    """(header, {section name: its text}) of the generated part of an existing RESULTS.md
+    (everything before the hand-written tail), so ``--sections`` can regenerate some
+    sections and keep the others as they are."""
+    head, out, cur = [], {}, None
+    for line in text.splitlines():
+        if line.startswith("## ") and HAND_MARK in line:
+            break
+        if line.startswith("## "):
+            cur = next((n for n, pre in SECTIONS.items() if line.startswith(pre)), None)
+            if cur is not None:
+                out[cur] = []
+        if cur is None:
+            if not out:
+                head.append(line)
+        else:
+            out[cur].append(line)
+    return "\n".join(head).strip(), {n: "\n".join(v).rstrip() + "\n" for n, v in out.items()}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", choices=list(SUITES), default="quick")
-    ap.add_argument("--sections", nargs="*", default=["simulator", "sw", "codesign", "metaschedule"])
+    ap.add_argument("--sections", nargs="*", default=list(SECTIONS), choices=list(SECTIONS),
+                    help="sections to run (default: all); the others are kept from --out as they are")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "RESULTS.md"))
     a = ap.parse_args(argv)
     cfg = SUITES[a.suite]
@@ -443,10 +468,21 @@ def main(argv=None) -> int:
             f"{' (uncommitted changes)' if dirty else ''}; "
             f"machine: {machine()}.  Total wall time {time.perf_counter() - t0:.0f} s.  "
             "How to read each number: [method.md §8](method.md#8-how-to-read-the-numbers-in-resultsmd).", ""]
-    kept = ""
+    kept, old_head, old_parts = "", "", {}
     if os.path.exists(a.out):
         with open(a.out) as f:
-            kept = hand_written(f.read())
+            text = f.read()
+        kept = hand_written(text)
+        old_head, old_parts = generated_sections(text)
+    new_parts = dict(zip(a.sections, parts))
+    if set(SECTIONS) - set(a.sections) and old_parts:  # a partial run keeps the other sections
+        done = ", ".join(a.sections)
+        head = [old_head, "",
+                f"Regenerated on {datetime.date.today().isoformat()} by `python -m scripts.bench --suite "
+                f"{a.suite} --sections {' '.join(a.sections)}` (commit `{_git('rev-parse', '--short', 'HEAD')}`"
+                f"{', uncommitted changes' if dirty else ''}; {time.perf_counter() - t0:.0f} s): {done}; "
+                "the other sections are kept from the run above.", ""]
+        parts = [new_parts.get(n) or old_parts[n] for n in SECTIONS if n in new_parts or n in old_parts]
     with open(a.out, "w") as f:
         f.write("\n".join(head + parts) + "\n" + ("\n" + kept if kept else ""))
     os.makedirs(os.path.join(ROOT, "runs"), exist_ok=True)

@@ -22,3 +22,25 @@ def test_results_md_hand_sections_are_marked():
         assert title in kept, title
     assert "## 1. VTA simulator" not in kept
     assert all(HAND_MARK in line for line in kept.splitlines() if line.startswith("## "))
+
+
+def test_regenerating_one_section_keeps_the_others(tmp_path, monkeypatch):
+    import scripts.bench as bench
+
+    out = tmp_path / "docs" / "RESULTS.md"
+    out.parent.mkdir()
+    out.write_text("# dcoc benchmark results\n\nGenerated on day 1.\n\n## 1. VTA simulator\nsim numbers\n\n"
+                   "## 2. Software-only tuning\nsw numbers\n\n## 3. Co-design: accelerator + schedules\n"
+                   "old co-design\n\n## 4. MetaSchedule (llvm)\nms numbers\n\n"
+                   f"## Studies ({HAND_MARK})\nkeep me\n")
+    monkeypatch.setattr(bench, "ROOT", str(tmp_path))
+    monkeypatch.setattr(bench, "section_codesign", lambda cfg, img: ("## 3. Co-design: accelerator + schedules\n"
+                                                                     "new co-design", {}))
+    assert bench.main(["--sections", "codesign", "--out", str(out)]) == 0
+    text = out.read_text()
+    for kept in ("Generated on day 1.", "sim numbers", "sw numbers", "ms numbers", "keep me", "new co-design"):
+        assert kept in text, kept
+    assert "old co-design" not in text
+    assert "--sections codesign" in text
+    # file order is kept: the regenerated section stays third
+    assert text.index("sw numbers") < text.index("new co-design") < text.index("ms numbers") < text.index("keep me")
