@@ -2,6 +2,7 @@
 
     python -m scripts.bench --suite quick     # ~22 min on 2 cores (make bench; measured 1312 s on 2026-12-01)
     python -m scripts.bench --suite full      # hours: all layers, 5 seeds, 2000-trial co-design
+    python -m scripts.bench --sections codesign   # rerun one section; the others stay as they are
 
 Sections (each states its command, budget and seeds):
 1. VTA simulator: calibration against measured PYNQ times; simulation speed.

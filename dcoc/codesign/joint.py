@@ -428,10 +428,11 @@ class CoDesignProblem(Problem):
         decoded = [(i, int(self._lis[w]), *self.decode(p, w)) for i, (p, w) in enumerate(zip(points, walkers))]
         decoded = [d for d in decoded if d[3] is not None]
         self.ensure_estimates([d[2] for d in decoded])
+        model = {n: self.model_estimate(hw) for n, hw in {d[2].name: d[2] for d in decoded}.items()}
         todo, rests = [], []
         for i, li, hw, k in decoded:
             c = s.measured.get((hw.name, li, Space.key(k)))
-            rest = self.model_estimate(hw) - L[li].count * self.layer_estimate(li, hw)
+            rest = model[hw.name] - L[li].count * self.layer_estimate(li, hw)
             if c is not None:
                 out[i] = best_lat / (rest + L[li].count * c) if math.isfinite(c) else 0.0
             else:
