@@ -86,6 +86,10 @@ class CoDesignConfig:
                                     # predicted schedule over its whole space (not only the walks'
                                     # candidates, the transferred and the default one); opt-in,
                                     # docs/method.md §5, §12
+    sweep_open_stalled: bool = False  # ... only on the hardware exploration rounds (no config opened for
+                                    # hw_explore_every rounds): the stalled search compares refined
+                                    # with refined, the early rounds keep the cheap scoring; opt-in,
+                                    # docs/method.md §5, §12
     gain_units: str = "layer"       # the units of the candidates' predictions that the selection
                                     # (confidence rule or top-k) sees: the layer's normalized
                                     # throughput (layer: 1.0 = its best measured on the incumbent,

@@ -569,7 +569,8 @@ class CoDesignProblem(Problem):
         LCB rule, the shortlisted config with the highest *upper* confidence bound is
         opened, provided that bound beats the incumbent -- the hardware counterpart of the
         candidates' exploration quota (the cost model has never seen the unopened
-        hardware, so its confident verdicts there are the least trustworthy).
+        hardware, so its confident verdicts there are the least trustworthy).  With
+        ``sweep_open_stalled`` such a round scores the shortlist as ``sweep_open`` does.
         """
         L = self.s.layers
         by_hw: dict = {}
@@ -597,7 +598,7 @@ class CoDesignProblem(Problem):
         best, best_ucb = None, None
         for hw, idx in ranked:
             mu_lat, var_lat, plan = 0.0, 0.0, []
-            sweep = self.ccfg.sweep_open and self.sweepable(hw)
+            sweep = (self.ccfg.sweep_open or (explore and self.ccfg.sweep_open_stalled)) and self.sweepable(hw)
             for lj, layer in enumerate(L):
                 b = self.s.best.get((hw.name, lj))
                 if b is not None:

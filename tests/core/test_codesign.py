@@ -349,6 +349,10 @@ def test_sweep_open_scores_an_unopened_config_by_every_schedule():
         assert float(p.predict_time(li, hw, [k])[0][0]) == pytest.approx(
             float(p.predict_time(li, hw, p.valid_schedules(li, hw))[0].min()))
     assert plan_time(swept) <= plan_time(plain) + 1e-15
+    # sweep_open_stalled: the whole-space scoring only on a hardware exploration round
+    cfg.codesign.sweep_open, cfg.codesign.sweep_open_stalled = False, True
+    assert p.choose_new_hw(cands, complete, s.best_latency * 1e3)[1] == plain
+    assert p.choose_new_hw(cands, complete, s.best_latency * 1e3, explore=True)[1] == swept
 
 
 def test_gain_units_layer_gives_the_selection_each_layers_normalized_throughput():
