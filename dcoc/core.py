@@ -103,6 +103,12 @@ class CoDesignConfig:
                                     # cannot beat it); opt-in, docs/method.md §5, §12
     hw_explore_every: int = 4       # rounds without an opening after which the most
                                     # optimistic (UCB) shortlisted config is opened anyway
+    explore_shapes: float = 0.0     # > 0: such a round first opens a never-measured core shape whose
+                                    # model compute bound is within this factor of the best shape's
+                                    # (lowest bound first), at its best-estimated config: the cost
+                                    # model's verdicts on a shape it never saw are the least
+                                    # trustworthy (MobileNetV2/pynq: 1x8x32 predicted 47-52 ms, 33.5
+                                    # ms at best).  0: off (opt-in, docs/method.md §5, §12)
     cluster_after: int = 64         # agents="clustered": measurements before the knobs are clustered
     # ---- warm start from other models (``prior=``, dcoc.codesign.prior; docs/method.md "Transfer")
     prior_drop_after: int = 0       # own measurements of a layer kind after which that kind's prior

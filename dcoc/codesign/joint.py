@@ -75,6 +75,7 @@ class CoDesignProblem(Problem):
         self._pred_cache: dict = {}
         self._defaults: dict = {}
         self.shapes_opened: set = set()
+        self._shapes = None               # explore_shapes: core shape -> (model bound, configs)
         self.rounds_since_open = 0
         self.version = 0
         self.new_hw: list = []
@@ -572,7 +573,6 @@ class CoDesignProblem(Problem):
         hardware, so its confident verdicts there are the least trustworthy).  With
         ``sweep_open_stalled`` such a round scores the shortlist as ``sweep_open`` does.
         """
-        L = self.s.layers
         by_hw: dict = {}
         for i, (li, hw, k) in enumerate(cands):
             if hw.name not in complete:
@@ -581,7 +581,7 @@ class CoDesignProblem(Problem):
         # warm start: the source runs' best configs are always scored (until opened)
         extra = [hw for hw in self.prior_hw[: self.ccfg.prior_hw]
                  if hw.name not in complete and hw.name not in by_hw and not self.dominated(hw, complete)]
-        if not by_hw and not extra:
+        if not by_hw and not extra and not (explore and self.ccfg.explore_shapes > 0):
             return None
         order = sorted(by_hw.values(), key=lambda v: self.model_estimate(v[0]))
         if self.ccfg.shortlist_by_shape:  # the best config of each core shape first
@@ -597,26 +597,8 @@ class CoDesignProblem(Problem):
             best_lat = min(best_lat, self.incumbent_prediction(cands))
         best, best_ucb = None, None
         for hw, idx in ranked:
-            mu_lat, var_lat, plan = 0.0, 0.0, []
             sweep = (self.ccfg.sweep_open or (explore and self.ccfg.sweep_open_stalled)) and self.sweepable(hw)
-            for lj, layer in enumerate(L):
-                b = self.s.best.get((hw.name, lj))
-                if b is not None:
-                    mu_lat += layer.count * b[0]
-                    continue
-                opts = [cands[i][2] for i in idx if cands[i][0] == lj]
-                opts += [k for k in (self.transfer(lj, hw), self.default(lj, hw)) if k is not None]
-                if sweep:
-                    opts += self.valid_schedules(lj, hw)
-                opts = list({Space.key(k): k for k in opts}.values())
-                if not opts:
-                    mu_lat = math.inf
-                    break
-                m, d = self.predict_time(lj, hw, opts)
-                j = int(np.argmin(m))
-                mu_lat += layer.count * m[j]
-                var_lat += (layer.count * d[j]) ** 2
-                plan.append((lj, hw, opts[j]))
+            mu_lat, var_lat, plan = self.opening_plan(hw, [cands[i] for i in idx], sweep)
             if not math.isfinite(mu_lat) or not plan:
                 continue
             thr = best_lat / mu_lat
@@ -629,6 +611,8 @@ class CoDesignProblem(Problem):
                 best = (lcb, hw, plan)
             if ucb > 1.0 and (best_ucb is None or ucb > best_ucb[0]):
                 best_ucb = (ucb, hw, plan)
+        if best is None and explore and self.ccfg.explore_shapes > 0:
+            best = self.new_shape(complete, best_lat)
         if best is None and explore:
             best = best_ucb
         if best is None:
@@ -636,6 +620,67 @@ class CoDesignProblem(Problem):
         hw = best[1]
         self.shapes_opened.add(self.shape(hw))
         return hw, best[2]
+
+    def opening_plan(self, hw, cands, sweep: bool = False) -> tuple[float, float, list]:
+        """(predicted model seconds, its variance, jobs) of opening ``hw``: per layer not yet
+        measured there, the best predicted among ``cands`` (the search's candidates on it),
+        the transferred and the default schedule (``sweep``: every valid schedule)."""
+        mu_lat, var_lat, plan = 0.0, 0.0, []
+        for lj, layer in enumerate(self.s.layers):
+            b = self.s.best.get((hw.name, lj))
+            if b is not None:
+                mu_lat += layer.count * b[0]
+                continue
+            opts = [k for li, _, k in cands if li == lj]
+            opts += [k for k in (self.transfer(lj, hw), self.default(lj, hw)) if k is not None]
+            if sweep:
+                opts += self.valid_schedules(lj, hw)
+            opts = list({Space.key(k): k for k in opts}.values())
+            if not opts:
+                return math.inf, 0.0, []
+            m, d = self.predict_time(lj, hw, opts)
+            j = int(np.argmin(m))
+            mu_lat += layer.count * m[j]
+            var_lat += (layer.count * d[j]) ** 2
+            plan.append((lj, hw, opts[j]))
+        return mu_lat, var_lat, plan
+
+    def shape_bounds(self) -> dict:
+        """{core shape: (the model's padded compute bound there, its feasible configs)} over
+        the whole hardware space (cached: the bound needs no measurement)."""
+        if self._shapes is None:
+            by: dict = {}
+            for vals in self.hs:
+                if self.hs.check(vals):
+                    continue
+                hw = self.target.make_hw(vals, self.board)
+                by.setdefault(self.shape(hw), []).append(hw)
+            self._shapes = {sh: (sum(l.count * l.bound_seconds(hws[0]) for l in self.s.layers), hws)
+                            for sh, hws in by.items()}
+        return self._shapes
+
+    def new_shape(self, complete, best_lat):
+        """``explore_shapes``: (None, hw, plan) opening the never-measured core shape with the
+        lowest model compute bound, if that bound is within ``explore_shapes`` of the best
+        shape's and below the incumbent's latency, at the config of that shape with the best
+        cheap estimate (transferred schedules); None when no shape qualifies."""
+        shapes = self.shape_bounds()
+        floor = min(b for b, _ in shapes.values())
+        for sh, (bound, hws) in sorted(shapes.items(), key=lambda x: x[1][0]):
+            if bound > floor * self.ccfg.explore_shapes or bound >= best_lat:
+                break
+            if sh in self.shapes_opened:
+                continue
+            hws = [h for h in hws if h.name not in complete and not self.dominated(h, complete)]
+            if not hws:
+                continue
+            self.ensure_estimates(hws)
+            hw = min(hws, key=self.model_estimate)
+            mu_lat, _, plan = self.opening_plan(hw, [])
+            if math.isfinite(mu_lat) and plan:
+                return None, hw, plan
+            self.shapes_opened.add(sh)  # no schedule fits some layer there: never again
+        return None
 
 
 class DCOCCoDesign:

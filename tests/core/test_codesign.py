@@ -355,6 +355,36 @@ def test_sweep_open_scores_an_unopened_config_by_every_schedule():
     assert p.choose_new_hw(cands, complete, s.best_latency * 1e3, explore=True)[1] == swept
 
 
+def test_explore_shapes_opens_the_unmeasured_core_shape_with_the_lowest_bound():
+    """``explore_shapes``: a hardware exploration round with no confident opening opens a
+    never-measured core shape, lowest model compute bound first and only within the factor
+    of the best shape's bound, at a config of that shape; off (0) or with every such shape
+    measured, nothing is forced."""
+    cfg = small_config()
+    s = _session(budget=30, tuner="dcoc")
+    d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
+    s.run(d)
+    p = d.problem
+    complete = set(s.complete_hws())
+    bounds = p.shape_bounds()
+    assert len(bounds) > 1 and p.shapes_opened
+    assert p.choose_new_hw([], complete, math.inf, explore=True) is None   # off by default
+    cfg.codesign.explore_shapes = 100.0
+    out = p.choose_new_hw([], complete, math.inf, explore=True)
+    assert out is not None
+    hw, plan = out
+    unmeasured = {sh: b for sh, (b, _) in bounds.items() if sh != p.shape(hw) and sh not in p.shapes_opened}
+    assert p.shape(hw) in p.shapes_opened                     # now it is
+    assert all(bounds[p.shape(hw)][0] <= b for b in unmeasured.values())
+    assert {li for li, _, _ in plan} == set(range(len(s.layers))) and all(h.name == hw.name for _, h, _ in plan)
+    assert p.choose_new_hw([], complete, math.inf, explore=False) is None  # only on exploration rounds
+    # a factor that admits only shapes no slower-bound than the one just opened: all measured
+    floor = min(b for b, _ in bounds.values())
+    cfg.codesign.explore_shapes = bounds[p.shape(hw)][0] / floor * (1 + 1e-9)
+    assert p.new_shape(complete, math.inf) is None
+    assert p.new_shape(complete, 0.0) is None                  # no bound beats a 0 s incumbent
+
+
 def test_gain_units_layer_gives_the_selection_each_layers_normalized_throughput():
     """``gain_units="layer"``: a candidate on the incumbent is scored as its layer's best
     measured time over the predicted one (the per-task rule's units), ranked within a layer
