@@ -456,10 +456,8 @@ def main(argv=None) -> int:
             md, data = section_sw(cfg["sw"], img)
         elif name == "codesign":
             md, data = section_codesign(cfg["codesign"], img)
-        elif name == "metaschedule":
+        else:  # metaschedule (argparse admits only SECTIONS)
             md, data = section_metaschedule(cfg["metaschedule"], img)
-        else:
-            raise SystemExit(f"unknown section {name}")
         parts.append(md)
         raw[name] = data
         print(f"   {name} done in {time.perf_counter() - t1:.0f} s", file=sys.stderr, flush=True)

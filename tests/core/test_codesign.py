@@ -20,6 +20,16 @@ def _session(budget=60, tuner="t", records=None, resume=True, m=None):
     return cd.Session(systolic_layers(), m or Counting(), budget, tuner, 0, records, resume, target=SYS)
 
 
+def _ran_dcoc(cfg=None, budget=30):
+    """(config, session, problem) of a finished DCOC co-design run (the config stays live:
+    a test may change a field and query the problem again)."""
+    cfg = cfg or small_config()
+    s = _session(budget=budget, tuner="dcoc")
+    d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
+    s.run(d)
+    return cfg, s, d.problem
+
+
 # ------------------------------------------------------------------ session
 def test_session_counts_new_jobs_only_and_respects_the_budget():
     s = _session(budget=4)
@@ -250,11 +260,8 @@ def test_open_ref_predicted_compares_refined_with_refined(monkeypatch):
 def test_layer_weights_latency_share_or_distance_to_the_bound():
     """``layer_weights``: walkers' layers by latency share (default) or by count x (best -
     bound), floored at 5% of the latency weight; an unknown value is an error."""
-    cfg = small_config()
-    s = _session(budget=30, tuner="dcoc")
-    d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
-    s.run(d)
-    p, inc = d.problem, s.hw[s.best_hw]
+    cfg, s, p = _ran_dcoc()
+    inc = s.hw[s.best_hw]
     L = s.layers
     lat = [l.count * s.best[(inc.name, i)][0] for i, l in enumerate(L)]
     w = p.layer_weights(inc)
@@ -306,10 +313,8 @@ def test_sweep_incumbent_adds_every_unmeasured_schedule_of_the_incumbent():
     spaces together exceed ``exhaustive_limit`` or when it is off."""
     cfg = small_config()
     cfg.codesign.sweep_incumbent = False
-    s = _session(budget=30, tuner="dcoc")
-    d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
-    s.run(d)
-    p, inc = d.problem, s.hw[s.best_hw]
+    cfg, s, p = _ran_dcoc(cfg)
+    inc = s.hw[s.best_hw]
     empty = (np.empty((0, p.dims.shape[1]), dtype=np.int64), np.empty(0, dtype=np.int64))
     p.starts(4)
     assert p.candidates(*empty, 8) == []
@@ -328,11 +333,7 @@ def test_sweep_open_scores_an_unopened_config_by_every_schedule():
     """``sweep_open``: the opening plan of an unopened config takes, per layer, the best
     predicted schedule over its whole valid space (without it: over the walks' candidates,
     the transferred and the default schedule only, which can only be worse)."""
-    cfg = small_config()
-    s = _session(budget=30, tuner="dcoc")
-    d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
-    s.run(d)
-    p = d.problem
+    cfg, s, p = _ran_dcoc()
     complete = set(s.complete_hws())
     hw = next(h for h in (p.target.make_hw(v, p.board) for v in p.hs if not p.hs.check(v))
               if h.name not in complete and all(p.default(li, h) is not None for li in range(len(s.layers))))
@@ -360,11 +361,7 @@ def test_explore_shapes_opens_the_unmeasured_core_shape_with_the_lowest_bound():
     never-measured core shape, lowest model compute bound first and only within the factor
     of the best shape's bound, at a config of that shape; off (0) or with every such shape
     measured, nothing is forced."""
-    cfg = small_config()
-    s = _session(budget=30, tuner="dcoc")
-    d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
-    s.run(d)
-    p = d.problem
+    cfg, s, p = _ran_dcoc()
     complete = set(s.complete_hws())
     bounds = p.shape_bounds()
     assert len(bounds) > 1 and p.shapes_opened
@@ -389,11 +386,8 @@ def test_gain_units_layer_gives_the_selection_each_layers_normalized_throughput(
     """``gain_units="layer"``: a candidate on the incumbent is scored as its layer's best
     measured time over the predicted one (the per-task rule's units), ranked within a layer
     as in the model's units, with larger gains; an unknown unit is a one-line error."""
-    cfg = small_config()
-    s = _session(budget=30, tuner="dcoc")
-    d = cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
-    s.run(d)
-    p, inc = d.problem, s.hw[s.best_hw]
+    cfg, s, p = _ran_dcoc()
+    inc = s.hw[s.best_hw]
     p.starts(4)
     cands = [(li, inc, k) for li in range(len(s.layers)) for k in p.valid_schedules(li, inc)
              if not s.is_measured(inc, li, k)]
