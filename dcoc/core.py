@@ -109,6 +109,11 @@ class CoDesignConfig:
                                     # model's verdicts on a shape it never saw are the least
                                     # trustworthy (MobileNetV2/pynq: 1x8x32 predicted 47-52 ms, 33.5
                                     # ms at best).  0: off (opt-in, docs/method.md §5, §12)
+    explore_shapes_first: float = 1.0  # < 1: such an opening first measures only the layers making up
+                                    # this share of the shape's predicted model time (largest first);
+                                    # the next round finishes it only if measured + predicted (the
+                                    # cost model refit on them) still beats the incumbent, else drops
+                                    # it.  1.0: every layer at once (session 11); opt-in, method.md §5
     cluster_after: int = 64         # agents="clustered": measurements before the knobs are clustered
     # ---- warm start from other models (``prior=``, dcoc.codesign.prior; docs/method.md "Transfer")
     prior_drop_after: int = 0       # own measurements of a layer kind after which that kind's prior

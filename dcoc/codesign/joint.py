@@ -76,6 +76,7 @@ class CoDesignProblem(Problem):
         self._defaults: dict = {}
         self.shapes_opened: set = set()
         self._shapes = None               # explore_shapes: core shape -> (model bound, configs)
+        self._staged = None               # explore_shapes_first: the config opened by its dominant layers
         self.rounds_since_open = 0
         self.version = 0
         self.new_hw: list = []
@@ -511,13 +512,17 @@ class CoDesignProblem(Problem):
         # 1. open at most one new hardware config, and only when it is predicted, with
         #    confidence, to beat the incumbent's measured latency by open_margin
         explore = self.rounds_since_open >= self.ccfg.hw_explore_every
-        opening = self.choose_new_hw(cands, complete, self._best_lat, explore)
+        opening = self.finish_staged(cands, complete) if self._staged is not None else None
+        if opening is None:
+            opening = self.choose_new_hw(cands, complete, self._best_lat, explore)
         self.rounds_since_open += 1
         if opening is not None and len(opening[1]) <= s.remaining:
             hw, plan = opening
             self.new_hw.append(hw.name)
             self.rounds_since_open = 0
             jobs += plan
+        else:
+            self._staged = None
         # 2. a newly opened config that became the incumbent: its default-heuristic
         #    schedules too (a floor under the cost model's choice at opening)
         inc = s.hw[s.best_hw]
@@ -678,8 +683,37 @@ class CoDesignProblem(Problem):
             hw = min(hws, key=self.model_estimate)
             mu_lat, _, plan = self.opening_plan(hw, [])
             if math.isfinite(mu_lat) and plan:
-                return None, hw, plan
+                return None, hw, self.stage(hw, plan)
             self.shapes_opened.add(sh)  # no schedule fits some layer there: never again
+        return None
+
+    def stage(self, hw, plan: list) -> list:
+        """``explore_shapes_first`` < 1: the first part of ``plan`` (an opening of ``hw``), its
+        layers with the largest predicted share of the model time until they make up
+        ``explore_shapes_first`` of it; :meth:`finish_staged` decides on the rest next round."""
+        first = self.ccfg.explore_shapes_first
+        if first >= 1.0 or len(plan) < 2:
+            return plan
+        mu, _ = self.predict_many(plan)
+        share = np.array([self.s.layers[li].count for li, _, _ in plan]) * mu
+        order = np.argsort(-share, kind="stable")
+        n = int(np.searchsorted(np.cumsum(share[order]), first * share.sum())) + 1
+        if n >= len(plan):
+            return plan
+        self._staged = hw
+        return [plan[i] for i in sorted(order[:n])]
+
+    def finish_staged(self, cands, complete):
+        """(hw, the rest of its opening) of the config :meth:`stage` opened by its dominant
+        layers last round, if its model latency -- measured layers plus the cost model's
+        predictions, refit on those measurements, for the rest -- still beats the incumbent's
+        measured latency; None (the config is dropped) otherwise."""
+        hw, self._staged = self._staged, None
+        if hw.name in complete:
+            return None
+        mu_lat, _, plan = self.opening_plan(hw, [c for c in cands if c[1].name == hw.name])
+        if plan and math.isfinite(mu_lat) and mu_lat < self._best_lat:
+            return hw, plan
         return None
 
 

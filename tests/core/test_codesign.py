@@ -382,6 +382,35 @@ def test_explore_shapes_opens_the_unmeasured_core_shape_with_the_lowest_bound():
     assert p.new_shape(complete, 0.0) is None                  # no bound beats a 0 s incumbent
 
 
+def test_explore_shapes_first_opens_the_dominant_layers_then_finishes_only_if_still_ahead():
+    """``explore_shapes_first`` < 1: the forced opening of a new core shape measures first its
+    layers with the largest predicted share of the model time (until they make up that share);
+    the next round opens the rest only if measured + predicted still beats the incumbent."""
+    cfg, s, p = _ran_dcoc()
+    complete = set(s.complete_hws())
+    cfg.codesign.explore_shapes, cfg.codesign.explore_shapes_first = 100.0, 0.5
+    hw, part = p.choose_new_hw([], complete, math.inf, explore=True)
+    full = p.opening_plan(hw, [])[2]
+    share = {li: s.layers[li].count * float(p.predict_time(li, h, [k])[0][0]) for li, h, k in full}
+    first = {li for li, _, _ in part}
+    assert 0 < len(part) < len(full) and p._staged is hw
+    assert min(share[li] for li in first) >= max(share[li] for li in share if li not in first)
+    total = sum(share.values())
+    assert sum(share[li] for li in first) >= 0.5 * total
+    assert sum(share[li] for li in first) - min(share[li] for li in first) < 0.5 * total
+    s.budget += len(full)
+    s.measure(part)
+    p.refit()
+    p._best_lat = math.inf                      # still ahead of any incumbent: the rest
+    out = p.finish_staged([], set(s.complete_hws()))
+    assert out[0] is hw and {li for li, _, _ in out[1]} == set(range(len(s.layers))) - first
+    assert p._staged is None
+    p._staged, p._best_lat = hw, 0.0            # behind: dropped
+    assert p.finish_staged([], set(s.complete_hws())) is None and p._staged is None
+    cfg.codesign.explore_shapes_first = 1.0     # session 11: every layer at once
+    assert p.stage(hw, full) == full and p._staged is None
+
+
 def test_gain_units_layer_gives_the_selection_each_layers_normalized_throughput():
     """``gain_units="layer"``: a candidate on the incumbent is scored as its layer's best
     measured time over the predicted one (the per-task rule's units), ranked within a layer
