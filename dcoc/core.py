@@ -103,17 +103,18 @@ class CoDesignConfig:
                                     # cannot beat it); opt-in, docs/method.md §5, §12
     hw_explore_every: int = 4       # rounds without an opening after which the most
                                     # optimistic (UCB) shortlisted config is opened anyway
-    explore_shapes: float = 0.0     # > 0: such a round first opens a never-measured core shape whose
+    explore_shapes: float = 1.25    # > 0: such a round first opens a never-measured core shape whose
                                     # model compute bound is within this factor of the best shape's
                                     # (lowest bound first), at its best-estimated config: the cost
                                     # model's verdicts on a shape it never saw are the least
                                     # trustworthy (MobileNetV2/pynq: 1x8x32 predicted 47-52 ms, 33.5
-                                    # ms at best).  0: off (opt-in, docs/method.md §5, §12)
-    explore_shapes_first: float = 1.0  # < 1: such an opening first measures only the layers making up
+                                    # ms at best).  0: off.  Default since session 12 (with the
+                                    # staged opening below; docs/method.md §5, §12)
+    explore_shapes_first: float = 0.5  # < 1: such an opening first measures only the layers making up
                                     # this share of the shape's predicted model time (largest first);
                                     # the next round finishes it only if measured + predicted (the
                                     # cost model refit on them) still beats the incumbent, else drops
-                                    # it.  1.0: every layer at once (session 11); opt-in, method.md §5
+                                    # it.  1.0: every layer at once (session 11's opt-in)
     cluster_after: int = 64         # agents="clustered": measurements before the knobs are clustered
     # ---- warm start from other models (``prior=``, dcoc.codesign.prior; docs/method.md "Transfer")
     prior_drop_after: int = 0       # own measurements of a layer kind after which that kind's prior

@@ -365,7 +365,8 @@ def test_explore_shapes_opens_the_unmeasured_core_shape_with_the_lowest_bound():
     complete = set(s.complete_hws())
     bounds = p.shape_bounds()
     assert len(bounds) > 1 and p.shapes_opened
-    assert p.choose_new_hw([], complete, math.inf, explore=True) is None   # off by default
+    cfg.codesign.explore_shapes, cfg.codesign.explore_shapes_first = 0.0, 1.0
+    assert p.choose_new_hw([], complete, math.inf, explore=True) is None   # off
     cfg.codesign.explore_shapes = 100.0
     out = p.choose_new_hw([], complete, math.inf, explore=True)
     assert out is not None
