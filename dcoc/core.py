@@ -115,6 +115,10 @@ class CoDesignConfig:
                                     # the next round finishes it only if measured + predicted (the
                                     # cost model refit on them) still beats the incumbent, else drops
                                     # it.  1.0: every layer at once (session 11's opt-in)
+    explore_shapes_finish: str = "measured"  # ... beats the incumbent's measured latency (measured) or
+                                    # its latency when it was first complete, if higher (opened:
+                                    # the new shape's transferred schedules against the incumbent
+                                    # before its refinement; opt-in, session 12, method.md §5)
     cluster_after: int = 64         # agents="clustered": measurements before the knobs are clustered
     # ---- warm start from other models (``prior=``, dcoc.codesign.prior; docs/method.md "Transfer")
     prior_drop_after: int = 0       # own measurements of a layer kind after which that kind's prior

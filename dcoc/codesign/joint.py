@@ -43,7 +43,8 @@ class CoDesignProblem(Problem):
         self.ccfg = cfg.codesign
         for name, choices in (("bound", ("padded", "ideal")), ("layer_weights", ("latency", "potential")),
                               ("open_ref", ("measured", "predicted")),
-                              ("gain_units", ("model", "layer"))):
+                              ("gain_units", ("model", "layer")),
+                              ("explore_shapes_finish", ("measured", "opened"))):
             if getattr(self.ccfg, name) not in choices:
                 raise DcocError(f"unknown co-design {name} '{getattr(self.ccfg, name)}'; "
                                 f"choose {' or '.join(choices)}")
@@ -77,6 +78,7 @@ class CoDesignProblem(Problem):
         self.shapes_opened: set = set()
         self._shapes = None               # explore_shapes: core shape -> (model bound, configs)
         self._staged = None               # explore_shapes_first: the config opened by its dominant layers
+        self._opened_lat: dict = {}       # hw name -> model latency when first seen complete
         self.rounds_since_open = 0
         self.version = 0
         self.new_hw: list = []
@@ -508,6 +510,8 @@ class CoDesignProblem(Problem):
         s, L = self.s, self.s.layers
         budget = n
         complete = set(s.complete_hws())
+        for name in complete:
+            self._opened_lat.setdefault(name, s.latency(name))
         jobs, self.new_hw = [], []
         # 1. open at most one new hardware config, and only when it is predicted, with
         #    confidence, to beat the incumbent's measured latency by open_margin
@@ -707,12 +711,16 @@ class CoDesignProblem(Problem):
         """(hw, the rest of its opening) of the config :meth:`stage` opened by its dominant
         layers last round, if its model latency -- measured layers plus the cost model's
         predictions, refit on those measurements, for the rest -- still beats the incumbent's
-        measured latency; None (the config is dropped) otherwise."""
+        measured latency (``explore_shapes_finish="opened"``: its latency when it was first
+        complete, before its refinement, if higher); None (the config is dropped) otherwise."""
         hw, self._staged = self._staged, None
         if hw.name in complete:
             return None
+        ref = self._best_lat
+        if self.ccfg.explore_shapes_finish == "opened" and self.s.best_hw is not None:
+            ref = max(ref, self._opened_lat.get(self.s.best_hw, ref))
         mu_lat, _, plan = self.opening_plan(hw, [c for c in cands if c[1].name == hw.name])
-        if plan and math.isfinite(mu_lat) and mu_lat < self._best_lat:
+        if plan and math.isfinite(mu_lat) and mu_lat < ref:
             return hw, plan
         return None
 

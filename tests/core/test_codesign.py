@@ -408,6 +408,13 @@ def test_explore_shapes_first_opens_the_dominant_layers_then_finishes_only_if_st
     assert p._staged is None
     p._staged, p._best_lat = hw, 0.0            # behind: dropped
     assert p.finish_staged([], set(s.complete_hws())) is None and p._staged is None
+    # explore_shapes_finish="opened": against the incumbent as it was when first complete
+    p._opened_lat[s.best_hw] = math.inf
+    p._staged = hw
+    assert p.finish_staged([], set(s.complete_hws())) is None   # "measured" ignores it
+    cfg.codesign.explore_shapes_finish = "opened"
+    p._staged = hw
+    assert p.finish_staged([], set(s.complete_hws()))[0] is hw
     cfg.codesign.explore_shapes_first = 1.0     # session 11: every layer at once
     assert p.stage(hw, full) == full and p._staged is None
 
