@@ -1,6 +1,6 @@
 """Run every benchmark side by side and write docs/RESULTS.md + docs/img/*.png.
 
-    python -m scripts.bench --suite quick     # ~22 min on 2 cores (make bench; measured 1312 s on 2026-12-01)
+    python -m scripts.bench --suite quick     # ~23 min on 2 cores (make bench; measured 1312-1385 s on 2026-12-01; co-design section 459 s since 2026-12-02)
     python -m scripts.bench --suite full      # hours: all layers, 5 seeds, 2000-trial co-design
     python -m scripts.bench --sections codesign   # rerun one section; the others stay as they are
 
