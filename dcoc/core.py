@@ -96,6 +96,11 @@ class CoDesignConfig:
                                     # the units the rule has per task) or the model's (model, before
                                     # session 10: a layer's whole gain is a few thousandths, so the
                                     # rule's temperature made near-uniform picks); docs/method.md §5, §12
+    layer_quota: int = 0            # per round, this many picks are each the cost model's best-ranked
+                                    # schedule of one incumbent layer, the layers in turn (fewest such
+                                    # picks first, larger latency share first): the model ranks a
+                                    # layer's schedules well, its gains across layers badly; 0: off
+                                    # (session 13, docs/method.md §5)
     timing_classes: bool = False    # a schedule measured on one config is known (exactly, sd 0) on
                                     # every config that differs only in the target's fit_knobs
                                     # (VTA: buffer sizes) where it fits, and a config whose buffers

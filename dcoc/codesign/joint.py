@@ -80,6 +80,7 @@ class CoDesignProblem(ShapeExploration, Problem):
         self._shapes = None               # explore_shapes: core shape -> (model bound, configs)
         self._staged = None               # explore_shapes_first: the config opened by its dominant layers
         self._opened_lat: dict = {}       # hw name -> model latency when first seen complete
+        self._quota: Counter = Counter()  # (hw name, layer) -> layer_quota picks
         self.rounds_since_open = 0
         self.version = 0
         self.new_hw: list = []
@@ -511,8 +512,9 @@ class CoDesignProblem(ShapeExploration, Problem):
         s, L = self.s, self.s.layers
         budget = n
         complete = set(s.complete_hws())
-        for name in complete:
-            self._opened_lat.setdefault(name, s.latency(name))
+        if self.ccfg.explore_shapes_finish == "opened":  # the only reader of _opened_lat
+            for name in complete:
+                self._opened_lat.setdefault(name, s.latency(name))
         jobs, self.new_hw = [], []
         # 1. open at most one new hardware config, and only when it is predicted, with
         #    confidence, to beat the incumbent's measured latency by open_margin
@@ -535,8 +537,11 @@ class CoDesignProblem(ShapeExploration, Problem):
             k = self.default(li, inc)
             if k is not None and not s.is_measured(inc, li, k) and len(jobs) < budget:
                 jobs.append((li, inc, k))
-        # 3. the rest of the round: confident candidates on complete hardware configs
-        idx = [i for i, c in enumerate(cands) if c[1].name in complete]
+        # 3. layer_quota: the cost model's best-ranked schedule of the incumbent's layers in turn
+        taken = self.layer_quota_picks(cands, mu, inc, min(self.ccfg.layer_quota, budget - len(jobs)))
+        jobs += [cands[i] for i in taken]
+        # 4. the rest of the round: confident candidates on complete hardware configs
+        idx = [i for i, c in enumerate(cands) if c[1].name in complete and i not in taken]
         if idx and budget > len(jobs):
             chosen = pick(mu[idx], sd[idx], budget - len(jobs))
             jobs += [cands[idx[j]] for j in chosen]
@@ -548,6 +553,26 @@ class CoDesignProblem(ShapeExploration, Problem):
                 keys.add(key)
                 uniq.append((li, hw, k))
         return uniq
+
+    def layer_quota_picks(self, cands, mu, inc, k: int) -> set:
+        """Indices of ``k`` candidates: for the incumbent's layers with the fewest quota picks
+        on it so far (the larger share of its latency first), each layer's candidate with the
+        best predicted mean (``layer_quota``: the cost model ranks a layer's schedules better
+        than it compares gains across layers, docs/method.md §5)."""
+        if k <= 0:
+            return set()
+        best: dict = {}
+        for i, (li, hw, _) in enumerate(cands):
+            if hw.name == inc.name and (li not in best or mu[i] > mu[best[li]]):
+                best[li] = i
+        L = self.s.layers
+        order = sorted(best, key=lambda li: (self._quota[(inc.name, li)],
+                                             -L[li].count * self.layer_estimate(li, inc), li))
+        out = set()
+        for li in order[:k]:
+            self._quota[(inc.name, li)] += 1
+            out.add(best[li])
+        return out
 
     def incumbent_prediction(self, cands) -> float:
         """The incumbent's model latency the cost model expects once refined: per layer the
@@ -608,7 +633,7 @@ class CoDesignProblem(ShapeExploration, Problem):
         best, best_ucb = None, None
         for hw, idx in ranked:
             sweep = (self.ccfg.sweep_open or (explore and self.ccfg.sweep_open_stalled)) and self.sweepable(hw)
-            mu_lat, var_lat, plan = self.opening_plan(hw, [cands[i] for i in idx], sweep)
+            mu_lat, var_lat, plan, _ = self.opening_plan(hw, [cands[i] for i in idx], sweep)
             if not math.isfinite(mu_lat) or not plan:
                 continue
             thr = best_lat / mu_lat
@@ -631,11 +656,12 @@ class CoDesignProblem(ShapeExploration, Problem):
         self.shapes_opened.add(self.shape(hw))
         return hw, best[2]
 
-    def opening_plan(self, hw, cands, sweep: bool = False) -> tuple[float, float, list]:
-        """(predicted model seconds, its variance, jobs) of opening ``hw``: per layer not yet
-        measured there, the best predicted among ``cands`` (the search's candidates on it),
-        the transferred and the default schedule (``sweep``: every valid schedule)."""
-        mu_lat, var_lat, plan = 0.0, 0.0, []
+    def opening_plan(self, hw, cands, sweep: bool = False) -> tuple[float, float, list, list]:
+        """(predicted model seconds, its variance, jobs, each job's predicted seconds) of
+        opening ``hw``: per layer not yet measured there, the best predicted among ``cands``
+        (the search's candidates on it), the transferred and the default schedule
+        (``sweep``: every valid schedule)."""
+        mu_lat, var_lat, plan, times = 0.0, 0.0, [], []
         for lj, layer in enumerate(self.s.layers):
             b = self.s.best.get((hw.name, lj))
             if b is not None:
@@ -647,13 +673,14 @@ class CoDesignProblem(ShapeExploration, Problem):
                 opts += self.valid_schedules(lj, hw)
             opts = list({Space.key(k): k for k in opts}.values())
             if not opts:
-                return math.inf, 0.0, []
+                return math.inf, 0.0, [], []
             m, d = self.predict_time(lj, hw, opts)
             j = int(np.argmin(m))
             mu_lat += layer.count * m[j]
             var_lat += (layer.count * d[j]) ** 2
             plan.append((lj, hw, opts[j]))
-        return mu_lat, var_lat, plan
+            times.append(float(m[j]))
+        return mu_lat, var_lat, plan, times
 
 class DCOCCoDesign:
     """DCOC's co-design driver: ask = a round of :class:`~dcoc.core.DCOCCore`, tell = nothing

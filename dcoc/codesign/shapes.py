@@ -47,20 +47,22 @@ class ShapeExploration:
                 continue
             self.ensure_estimates(hws)
             hw = min(hws, key=self.model_estimate)
-            mu_lat, _, plan = self.opening_plan(hw, [])
+            mu_lat, _, plan, times = self.opening_plan(hw, [])
             if math.isfinite(mu_lat) and plan:
-                return None, hw, self.stage(hw, plan)
+                return None, hw, self.stage(hw, plan, times)
             self.shapes_opened.add(sh)  # no schedule fits some layer there: never again
         return None
 
-    def stage(self, hw, plan: list) -> list:
+    def stage(self, hw, plan: list, times=None) -> list:
         """``explore_shapes_first`` < 1: the first part of ``plan`` (an opening of ``hw``), its
         layers with the largest predicted share of the model time until they make up
-        ``explore_shapes_first`` of it; :meth:`finish_staged` decides on the rest next round."""
+        ``explore_shapes_first`` of it; :meth:`finish_staged` decides on the rest next round.
+        ``times``: the plan's predicted seconds per job (from :meth:`opening_plan`; else
+        predicted here)."""
         first = self.ccfg.explore_shapes_first
         if first >= 1.0 or len(plan) < 2:
             return plan
-        mu, _ = self.predict_many(plan)
+        mu = np.asarray(times) if times is not None else self.predict_many(plan)[0]
         share = np.array([self.s.layers[li].count for li, _, _ in plan]) * mu
         order = np.argsort(-share, kind="stable")
         n = int(np.searchsorted(np.cumsum(share[order]), first * share.sum())) + 1
@@ -81,7 +83,7 @@ class ShapeExploration:
         ref = self._best_lat
         if self.ccfg.explore_shapes_finish == "opened" and self.s.best_hw is not None:
             ref = max(ref, self._opened_lat.get(self.s.best_hw, ref))
-        mu_lat, _, plan = self.opening_plan(hw, [c for c in cands if c[1].name == hw.name])
+        mu_lat, _, plan, _ = self.opening_plan(hw, [c for c in cands if c[1].name == hw.name])
         if plan and math.isfinite(mu_lat) and mu_lat < ref:
             return hw, plan
         return None

@@ -391,8 +391,9 @@ def test_explore_shapes_first_opens_the_dominant_layers_then_finishes_only_if_st
     complete = set(s.complete_hws())
     cfg.codesign.explore_shapes, cfg.codesign.explore_shapes_first = 100.0, 0.5
     hw, part = p.choose_new_hw([], complete, math.inf, explore=True)
-    full = p.opening_plan(hw, [])[2]
+    _, _, full, times = p.opening_plan(hw, [])
     share = {li: s.layers[li].count * float(p.predict_time(li, h, [k])[0][0]) for li, h, k in full}
+    assert times == pytest.approx([float(p.predict_time(li, h, [k])[0][0]) for li, h, k in full])
     first = {li for li, _, _ in part}
     assert 0 < len(part) < len(full) and p._staged is hw
     assert min(share[li] for li in first) >= max(share[li] for li in share if li not in first)
@@ -417,6 +418,27 @@ def test_explore_shapes_first_opens_the_dominant_layers_then_finishes_only_if_st
     assert p.finish_staged([], set(s.complete_hws()))[0] is hw
     cfg.codesign.explore_shapes_first = 1.0     # session 11: every layer at once
     assert p.stage(hw, full) == full and p._staged is None
+
+
+def test_layer_quota_measures_each_incumbent_layers_best_ranked_schedule_in_turn():
+    """``layer_quota``: each pick is one incumbent layer's candidate with the best predicted
+    mean; the layers take turns (fewest quota picks first, larger latency share first)."""
+    cfg, s, p = _ran_dcoc()
+    inc = s.hw[s.best_hw]
+    cands = [c for c in p.candidates([], [], 0) if c[1].name == inc.name]
+    assert {li for li, _, _ in cands} == set(range(len(s.layers)))
+    mu, _ = p.predict(cands)
+    assert p.layer_quota_picks(cands, mu, inc, 0) == set()
+    share = {li: s.layers[li].count * p.layer_estimate(li, inc) for li in range(len(s.layers))}
+    order = sorted(share, key=lambda li: -share[li])
+    first = p.layer_quota_picks(cands, mu, inc, 1)
+    (i,) = first
+    li = cands[i][0]
+    assert li == order[0]
+    assert mu[i] == max(mu[j] for j, c in enumerate(cands) if c[0] == li)
+    rest = p.layer_quota_picks(cands, mu, inc, len(s.layers))   # the others first, then it again
+    assert sorted(cands[j][0] for j in rest) == sorted(range(len(s.layers)))
+    assert p._quota[(inc.name, li)] == 2 and all(p._quota[(inc.name, l)] == 1 for l in order[1:])
 
 
 def test_gain_units_layer_gives_the_selection_each_layers_normalized_throughput():
