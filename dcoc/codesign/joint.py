@@ -21,7 +21,7 @@ from collections import Counter
 
 import numpy as np
 
-from dcoc.codesign.shapes import ShapeExploration
+from dcoc.codesign.shapes import ShapeExplorer
 from dcoc.core import DCOCConfig, DCOCCore, Problem, ensemble
 from dcoc.errors import DcocError
 from dcoc.search.space import Knob, Space
@@ -31,7 +31,7 @@ from dcoc.seeding import child_seed
 CONTEXT_DIM = 18
 
 
-class CoDesignProblem(ShapeExploration, Problem):
+class CoDesignProblem(Problem):
     """Whole-model co-design as a :class:`~dcoc.core.Problem` (items: (layer, hw, knobs))."""
 
     #: the agents did not beat the surrogate's own search in co-design (docs/method.md §12)
@@ -77,9 +77,7 @@ class CoDesignProblem(ShapeExploration, Problem):
         self._pred_cache: dict = {}
         self._defaults: dict = {}
         self.shapes_opened: set = set()
-        self._shapes = None               # explore_shapes: core shape -> (model bound, configs)
-        self._staged = None               # explore_shapes_first: the config opened by its dominant layers
-        self._opened_lat: dict = {}       # hw name -> model latency when first seen complete
+        self.shapes = ShapeExplorer(self)  # explore_shapes (dcoc.codesign.shapes)
         self._quota: Counter = Counter()  # (hw name, layer) -> layer_quota picks
         self.rounds_since_open = 0
         self.version = 0
@@ -512,14 +510,12 @@ class CoDesignProblem(ShapeExploration, Problem):
         s, L = self.s, self.s.layers
         budget = n
         complete = set(s.complete_hws())
-        if self.ccfg.explore_shapes_finish == "opened":  # the only reader of _opened_lat
-            for name in complete:
-                self._opened_lat.setdefault(name, s.latency(name))
+        self.shapes.note_complete(complete)
         jobs, self.new_hw = [], []
         # 1. open at most one new hardware config, and only when it is predicted, with
         #    confidence, to beat the incumbent's measured latency by open_margin
         explore = self.rounds_since_open >= self.ccfg.hw_explore_every
-        opening = self.finish_staged(cands, complete) if self._staged is not None else None
+        opening = self.shapes.finish(cands, complete) if self.shapes.staged is not None else None
         if opening is None:
             opening = self.choose_new_hw(cands, complete, self._best_lat, explore)
         self.rounds_since_open += 1
@@ -529,7 +525,7 @@ class CoDesignProblem(ShapeExploration, Problem):
             self.rounds_since_open = 0
             jobs += plan
         else:
-            self._staged = None
+            self.shapes.staged = None
         # 2. a newly opened config that became the incumbent: its default-heuristic
         #    schedules too (a floor under the cost model's choice at opening)
         inc = s.hw[s.best_hw]
@@ -647,7 +643,7 @@ class CoDesignProblem(ShapeExploration, Problem):
             if ucb > 1.0 and (best_ucb is None or ucb > best_ucb[0]):
                 best_ucb = (ucb, hw, plan)
         if best is None and explore and self.ccfg.explore_shapes > 0:
-            best = self.new_shape(complete, best_lat)
+            best = self.shapes.new_shape(complete, best_lat)
         if best is None and explore:
             best = best_ucb
         if best is None:

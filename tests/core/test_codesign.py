@@ -363,7 +363,7 @@ def test_explore_shapes_opens_the_unmeasured_core_shape_with_the_lowest_bound():
     measured, nothing is forced."""
     cfg, s, p = _ran_dcoc()
     complete = set(s.complete_hws())
-    bounds = p.shape_bounds()
+    bounds = p.shapes.bounds()
     assert len(bounds) > 1 and p.shapes_opened
     cfg.codesign.explore_shapes, cfg.codesign.explore_shapes_first = 0.0, 1.0
     assert p.choose_new_hw([], complete, math.inf, explore=True) is None   # off
@@ -379,8 +379,8 @@ def test_explore_shapes_opens_the_unmeasured_core_shape_with_the_lowest_bound():
     # a factor that admits only shapes no slower-bound than the one just opened: all measured
     floor = min(b for b, _ in bounds.values())
     cfg.codesign.explore_shapes = bounds[p.shape(hw)][0] / floor * (1 + 1e-9)
-    assert p.new_shape(complete, math.inf) is None
-    assert p.new_shape(complete, 0.0) is None                  # no bound beats a 0 s incumbent
+    assert p.shapes.new_shape(complete, math.inf) is None
+    assert p.shapes.new_shape(complete, 0.0) is None                  # no bound beats a 0 s incumbent
 
 
 def test_explore_shapes_first_opens_the_dominant_layers_then_finishes_only_if_still_ahead():
@@ -395,7 +395,7 @@ def test_explore_shapes_first_opens_the_dominant_layers_then_finishes_only_if_st
     share = {li: s.layers[li].count * float(p.predict_time(li, h, [k])[0][0]) for li, h, k in full}
     assert times == pytest.approx([float(p.predict_time(li, h, [k])[0][0]) for li, h, k in full])
     first = {li for li, _, _ in part}
-    assert 0 < len(part) < len(full) and p._staged is hw
+    assert 0 < len(part) < len(full) and p.shapes.staged is hw
     assert min(share[li] for li in first) >= max(share[li] for li in share if li not in first)
     total = sum(share.values())
     assert sum(share[li] for li in first) >= 0.5 * total
@@ -404,20 +404,20 @@ def test_explore_shapes_first_opens_the_dominant_layers_then_finishes_only_if_st
     s.measure(part)
     p.refit()
     p._best_lat = math.inf                      # still ahead of any incumbent: the rest
-    out = p.finish_staged([], set(s.complete_hws()))
+    out = p.shapes.finish([], set(s.complete_hws()))
     assert out[0] is hw and {li for li, _, _ in out[1]} == set(range(len(s.layers))) - first
-    assert p._staged is None
-    p._staged, p._best_lat = hw, 0.0            # behind: dropped
-    assert p.finish_staged([], set(s.complete_hws())) is None and p._staged is None
+    assert p.shapes.staged is None
+    p.shapes.staged, p._best_lat = hw, 0.0            # behind: dropped
+    assert p.shapes.finish([], set(s.complete_hws())) is None and p.shapes.staged is None
     # explore_shapes_finish="opened": against the incumbent as it was when first complete
-    p._opened_lat[s.best_hw] = math.inf
-    p._staged = hw
-    assert p.finish_staged([], set(s.complete_hws())) is None   # "measured" ignores it
+    p.shapes.opened_lat[s.best_hw] = math.inf
+    p.shapes.staged = hw
+    assert p.shapes.finish([], set(s.complete_hws())) is None   # "measured" ignores it
     cfg.codesign.explore_shapes_finish = "opened"
-    p._staged = hw
-    assert p.finish_staged([], set(s.complete_hws()))[0] is hw
+    p.shapes.staged = hw
+    assert p.shapes.finish([], set(s.complete_hws()))[0] is hw
     cfg.codesign.explore_shapes_first = 1.0     # session 11: every layer at once
-    assert p.stage(hw, full) == full and p._staged is None
+    assert p.shapes.stage(hw, full) == full and p.shapes.staged is None
 
 
 def test_layer_quota_measures_each_incumbent_layers_best_ranked_schedule_in_turn():
