@@ -441,6 +441,38 @@ def test_layer_quota_measures_each_incumbent_layers_best_ranked_schedule_in_turn
     assert p._quota[(inc.name, li)] == 2 and all(p._quota[(inc.name, l)] == 1 for l in order[1:])
 
 
+def test_stall_rounds_opens_the_buffer_variant_that_dominates_the_incumbent(monkeypatch):
+    """``stall_rounds``: a stalled exploration round opens the unopened config of the
+    incumbent's timing class with every buffer >= the incumbent's (the most schedules fit),
+    measuring every layer's incumbent schedule there (so it ties or beats the incumbent) and
+    its best predicted one.  (Fit knobs declared for the systolic target, as above.)"""
+    cfg, s, p = _ran_dcoc()
+    assert p.dominating_opening(set(s.complete_hws())) is None  # no fit knobs: no timing class
+    monkeypatch.setattr(SYS, "fit_knobs", ("log_ifmap", "log_wgt", "log_ofmap"))
+    complete = set(s.complete_hws())
+    inc = s.hw[s.best_hw]
+    assert not p.stalled()                                     # off by default
+    cfg.codesign.stall_rounds = 3
+    p.rounds_since_better = 2
+    assert not p.stalled()
+    p.rounds_since_better = 3
+    assert p.stalled()
+    out = p.dominating_opening(complete)
+    mine = p.target.fit_values(inc)
+    variants = [h for h in p.shapes.bounds()[p.shape(inc)][1]
+                if h.name not in complete and p.target.timing_key(h) == p.target.timing_key(inc)
+                and p.target.fit_values(h) != mine
+                and all(a >= b for a, b in zip(p.target.fit_values(h), mine))]
+    assert variants
+    _, hw, plan = out
+    assert hw in variants and all(h is hw for _, h, _ in plan)
+    fits = {v.name: sum(len(p.valid_schedules(li, v)) for li in range(len(s.layers))) for v in variants}
+    assert fits[hw.name] == max(fits.values())
+    for li in range(len(s.layers)):                            # the incumbent's schedules, all of them
+        assert (li, hw, s.best[(inc.name, li)][1]) in plan
+    assert len(plan) <= 2 * len(s.layers)
+
+
 def test_gain_units_layer_gives_the_selection_each_layers_normalized_throughput():
     """``gain_units="layer"``: a candidate on the incumbent is scored as its layer's best
     measured time over the predicted one (the per-task rule's units), ranked within a layer
