@@ -108,12 +108,12 @@ class CoDesignConfig:
                                     # cannot beat it); opt-in, docs/method.md §5, §12
     hw_explore_every: int = 4       # rounds without an opening after which the most
                                     # optimistic (UCB) shortlisted config is opened anyway
-    stall_rounds: int = 0           # > 0: once the incumbent's latency has not fallen for this many
+    stall_rounds: int = 8           # > 0: once the incumbent's latency has not fallen for this many
                                     # rounds, such an exploration round with nothing passing the
                                     # LCB / shape / UCB rules opens the incumbent's buffer variant
                                     # that dominates it (every buffer >=, the most schedules fit),
-                                    # measuring its incumbent and best predicted schedules (session
-                                    # 13, docs/method.md §5); 0: off
+                                    # measuring its incumbent and best predicted schedules.  0: off.
+                                    # Default since session 13 (docs/method.md §5, §12)
     explore_shapes: float = 1.25    # > 0: such a round first opens a never-measured core shape whose
                                     # model compute bound is within this factor of the best shape's
                                     # (lowest bound first), at its best-estimated config: the cost

@@ -451,7 +451,8 @@ def test_stall_rounds_opens_the_buffer_variant_that_dominates_the_incumbent(monk
     monkeypatch.setattr(SYS, "fit_knobs", ("log_ifmap", "log_wgt", "log_ofmap"))
     complete = set(s.complete_hws())
     inc = s.hw[s.best_hw]
-    assert not p.stalled()                                     # off by default
+    cfg.codesign.stall_rounds, p.rounds_since_better = 0, 100
+    assert not p.stalled()                                     # 0: off
     cfg.codesign.stall_rounds = 3
     p.rounds_since_better = 2
     assert not p.stalled()
