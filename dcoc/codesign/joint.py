@@ -676,7 +676,7 @@ class CoDesignProblem(Problem):
             return None
         mine = self.target.fit_values(inc)
         best, best_n = None, -1
-        for hw in self.shapes.bounds()[self.shape(inc)][1]:
+        for hw in self.shapes.bounds().get(self.shape(inc), (None, []))[1]:  # (hw_ranges may exclude it)
             fv = self.target.fit_values(hw)
             if (hw.name in complete or fv == mine or any(a < b for a, b in zip(fv, mine))
                     or self.target.timing_key(hw) != tk or not self.sweepable(hw)):
