@@ -22,6 +22,7 @@ from collections import Counter
 import numpy as np
 
 from dcoc.codesign.shapes import ShapeExplorer
+from dcoc.codesign.stall import StalledIncumbent
 from dcoc.core import DCOCConfig, DCOCCore, Problem, ensemble
 from dcoc.errors import DcocError
 from dcoc.search.space import Knob, Space
@@ -80,8 +81,7 @@ class CoDesignProblem(Problem):
         self.shapes = ShapeExplorer(self)  # explore_shapes (dcoc.codesign.shapes)
         self._quota: Counter = Counter()  # (hw name, layer) -> layer_quota picks
         self.rounds_since_open = 0
-        self.rounds_since_better = 0       # stall_rounds: rounds since the incumbent's latency fell
-        self._last_best = math.inf
+        self.stall = StalledIncumbent(self)  # stall_rounds (dcoc.codesign.stall)
         self.version = 0
         self.new_hw: list = []
         self._lis = None
@@ -517,10 +517,7 @@ class CoDesignProblem(Problem):
         # 1. open at most one new hardware config, and only when it is predicted, with
         #    confidence, to beat the incumbent's measured latency by open_margin
         explore = self.rounds_since_open >= self.ccfg.hw_explore_every
-        if s.best_latency < self._last_best * (1 - 1e-9):
-            self._last_best, self.rounds_since_better = s.best_latency, 0
-        else:
-            self.rounds_since_better += 1
+        self.stall.note_round(s.best_latency)
         opening = self.shapes.finish(cands, complete) if self.shapes.staged is not None else None
         if opening is None:
             opening = self.choose_new_hw(cands, complete, self._best_lat, explore)
@@ -652,45 +649,13 @@ class CoDesignProblem(Problem):
             best = self.shapes.new_shape(complete, best_lat)
         if best is None and explore:
             best = best_ucb
-        if best is None and explore and self.stalled():
-            best = self.dominating_opening(complete)
+        if best is None and explore and self.stall.stalled():
+            best = self.stall.opening(complete)
         if best is None:
             return None
         hw = best[1]
         self.shapes_opened.add(self.shape(hw))
         return hw, best[2]
-
-    def stalled(self) -> bool:
-        """``stall_rounds``: the incumbent's latency has not fallen for that many rounds."""
-        return bool(self.ccfg.stall_rounds) and self.rounds_since_better >= self.ccfg.stall_rounds
-
-    def dominating_opening(self, complete):
-        """``stall_rounds``: (None, hw, plan) opening the unopened config of the incumbent's
-        timing class whose buffers are all >= the incumbent's (so every incumbent schedule
-        fits it, at the same time) under which the most schedules fit; the plan measures
-        each layer's incumbent schedule and its best predicted one over the config's whole
-        space, so the config ties the incumbent or beats it.  None if there is none."""
-        inc = self.s.hw[self.s.best_hw]
-        tk = self.target.timing_key(inc)
-        if tk is None:
-            return None
-        mine = self.target.fit_values(inc)
-        best, best_n = None, -1
-        for hw in self.shapes.bounds().get(self.shape(inc), (None, []))[1]:  # (hw_ranges may exclude it)
-            fv = self.target.fit_values(hw)
-            if (hw.name in complete or fv == mine or any(a < b for a, b in zip(fv, mine))
-                    or self.target.timing_key(hw) != tk or not self.sweepable(hw)):
-                continue
-            n = sum(len(self.valid_schedules(li, hw)) for li in range(len(self.s.layers)))
-            if n > best_n:
-                best, best_n = hw, n
-        if best is None:
-            return None
-        _, _, swept, _ = self.opening_plan(best, [], sweep=True)
-        plan = [(li, best, self.s.best[(inc.name, li)][1]) for li in range(len(self.s.layers))]
-        keys = {(li, Space.key(k)) for li, _, k in plan}
-        plan += [(li, hw, k) for li, hw, k in swept if (li, Space.key(k)) not in keys]
-        return None, best, plan
 
     def opening_plan(self, hw, cands, sweep: bool = False) -> tuple[float, float, list, list]:
         """(predicted model seconds, its variance, jobs, each job's predicted seconds) of

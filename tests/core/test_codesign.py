@@ -447,18 +447,18 @@ def test_stall_rounds_opens_the_buffer_variant_that_dominates_the_incumbent(monk
     measuring every layer's incumbent schedule there (so it ties or beats the incumbent) and
     its best predicted one.  (Fit knobs declared for the systolic target, as above.)"""
     cfg, s, p = _ran_dcoc()
-    assert p.dominating_opening(set(s.complete_hws())) is None  # no fit knobs: no timing class
+    assert p.stall.opening(set(s.complete_hws())) is None  # no fit knobs: no timing class
     monkeypatch.setattr(SYS, "fit_knobs", ("log_ifmap", "log_wgt", "log_ofmap"))
     complete = set(s.complete_hws())
     inc = s.hw[s.best_hw]
-    cfg.codesign.stall_rounds, p.rounds_since_better = 0, 100
-    assert not p.stalled()                                     # 0: off
+    cfg.codesign.stall_rounds, p.stall.rounds_since_better = 0, 100
+    assert not p.stall.stalled()                                     # 0: off
     cfg.codesign.stall_rounds = 3
-    p.rounds_since_better = 2
-    assert not p.stalled()
-    p.rounds_since_better = 3
-    assert p.stalled()
-    out = p.dominating_opening(complete)
+    p.stall.rounds_since_better = 2
+    assert not p.stall.stalled()
+    p.stall.rounds_since_better = 3
+    assert p.stall.stalled()
+    out = p.stall.opening(complete)
     mine = p.target.fit_values(inc)
     variants = [h for h in p.shapes.bounds()[p.shape(inc)][1]
                 if h.name not in complete and p.target.timing_key(h) == p.target.timing_key(inc)
