@@ -306,25 +306,31 @@ def targets(res: dict) -> str:
     return "\n".join(lines)
 
 
+def session_and_driver(model: str, board: str, tuner: str, seed: int, trials: int, agents=None):
+    """(session, driver) of one co-design run of a tuner spec (``dcoc:stall_rounds=0``, ...)
+    on the simulator, not yet run."""
+    from dcoc import codesign as cd
+    from dcoc.search.measure import MemoMeasurer, VTASimMeasurer
+    from dcoc.vta import BOARDS
+    from scripts.bench_sw import parse_spec, tuner_kwargs
+
+    s = cd.Session(_layers(model), MemoMeasurer(VTASimMeasurer(n_workers=0)), trials, tuner, seed)
+    name, kw = parse_spec(tuner)
+    kw = tuner_kwargs(name, kw)
+    return s, cd.make_driver(s, BOARDS[board], name, seed, agents=kw.pop("agents", agents or "dcoc"), **kw)
+
+
 def _run(args):
     model, board, tuner, seed, trials, agents = args
     import torch
 
     torch.set_num_threads(1)
-    from dcoc import codesign as cd
-    from dcoc.search.measure import MemoMeasurer, VTASimMeasurer
     from dcoc.vta import BOARDS
 
-    layers = _layers(model)
     bd = BOARDS[board]
-    m = MemoMeasurer(VTASimMeasurer(n_workers=0))
-    s = cd.Session(layers, m, trials, tuner, seed)
     t0 = time.perf_counter()
-    from scripts.bench_sw import parse_spec, tuner_kwargs
-
-    name, kw = parse_spec(tuner)
-    kw = tuner_kwargs(name, kw)
-    cd.make_driver(s, bd, name, seed, agents=kw.pop("agents", agents or "dcoc"), **kw).run()
+    s, driver = session_and_driver(model, board, tuner, seed, trials, agents)
+    driver.run()
     wall = time.perf_counter() - t0
     hw = s.hw[s.best_hw]
     explored = []

@@ -31,17 +31,11 @@ def main(argv=None):
     import numpy as np
     from scipy.stats import spearmanr
 
-    from dcoc import codesign as cd
     from dcoc.benchmarks import exhaustive
-    from dcoc.search.measure import MemoMeasurer, VTASimMeasurer
-    from dcoc.vta import BOARDS
-    from scripts.bench_codesign import _layers
-    from scripts.bench_sw import parse_spec, tuner_kwargs
+    from scripts.bench_codesign import _layers, session_and_driver
 
     layers = _layers(a.model)
-    s = cd.Session(layers, MemoMeasurer(VTASimMeasurer(n_workers=0)), a.trials, a.tuner, a.seed)
-    name, kw = parse_spec(a.tuner)
-    drv = cd.make_driver(s, BOARDS[a.board], name, a.seed, **tuner_kwargs(name, kw))
+    s, drv = session_and_driver(a.model, a.board, a.tuner, a.seed, a.trials)
     t0 = time.perf_counter()
     drv.run()
     inc = s.hw[s.best_hw]
