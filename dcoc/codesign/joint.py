@@ -21,6 +21,7 @@ from collections import Counter
 
 import numpy as np
 
+from dcoc.codesign.prior import training_data
 from dcoc.codesign.shapes import ShapeExplorer
 from dcoc.codesign.stall import StalledIncumbent
 from dcoc.core import DCOCConfig, DCOCCore, Problem, ensemble
@@ -93,46 +94,12 @@ class CoDesignProblem(Problem):
             self._load_prior(prior)
 
     def _load_prior(self, prior) -> None:
-        """Features and efficiencies of the prior's measurements; the cost models are fitted
-        on them at once, so the first proposals already use them."""
-        groups: dict = {}
-        for layer, hw, knobs, cost in prior.rows:
-            if layer.kind not in self.models:
-                continue
-            groups.setdefault((layer.key, hw.name), (layer, hw, []))[2].append((knobs, cost))
-        data: dict = {}
-        for layer, hw, rows in groups.values():
-            sp = self.target.sw_space(layer, hw)
-            pts, ys = [], []
-            for knobs, cost in rows:
-                try:
-                    pts.append(sp.point(knobs))
-                except (DcocError, KeyError, ValueError):
-                    continue  # a schedule outside this target's space
-                ys.append(self.bound(layer, hw) / cost if math.isfinite(cost) and cost > 0 else 0.0)
-            if pts:
-                X = sp.point_features(np.array(pts, dtype=np.int64))
-                data.setdefault(layer.kind, ([], []))
-                data[layer.kind][0].append(X)
-                data[layer.kind][1].append(np.array(ys))
-        for kind, (Xs, ys) in data.items():
-            width = Counter(x.shape[1] for x in Xs).most_common(1)[0][0]
-            keep = [i for i, x in enumerate(Xs) if x.shape[1] == width]
-            X = np.concatenate([Xs[i] for i in keep])
-            y = np.concatenate([ys[i] for i in keep])
-            if len(y) and y.max() > 0:
-                self.prior_data[kind] = (X, y)
-                self.models[kind].fit(X, y)
-                self.ymax[kind] = float(y.max())
-        names = set()
-        for hw in prior.best_hw:
-            vals = {k: getattr(hw, k, None) for k in self.hw_knobs}
-            if any(v not in c for v, c in zip(vals.values(), self.hw_choices)) or self.hs.check(vals):
-                continue
-            h = self.target.make_hw(vals, self.board)
-            if h.name not in names:
-                names.add(h.name)
-                self.prior_hw.append(h)
+        """The cost models are fitted on the prior's measurements at once, so the first
+        proposals already use them (dcoc.codesign.prior.training_data)."""
+        self.prior_data, self.prior_hw = training_data(prior, self)
+        for kind, (X, y) in self.prior_data.items():
+            self.models[kind].fit(X, y)
+            self.ymax[kind] = float(y.max())
         self.version += 1
 
     def _training_set(self, kind: str):

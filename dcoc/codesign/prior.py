@@ -30,6 +30,7 @@ import json
 import math
 import os
 import re
+from collections import Counter
 
 from dcoc.errors import DcocError
 
@@ -132,6 +133,55 @@ class Prior:
                 p.agents = load_agents(ag)
         p.best_hw = _interleave(rankings)
         return p
+
+
+def training_data(prior: Prior, problem) -> tuple[dict, list]:
+    """The prior as a co-design problem's data: ``({kind: (features, efficiency)}, hw)``.
+
+    Features and efficiencies (``problem.bound`` / measured seconds, 0 for a failed
+    measurement) are computed as for the problem's own measurements; rows of kinds the
+    problem has no cost model for, or outside the target's spaces, are skipped.  ``hw``:
+    the prior's best configs rebuilt on the problem's board, those outside its hardware
+    space left out, best first.
+    """
+    import numpy as np
+
+    groups: dict = {}
+    for layer, hw, knobs, cost in prior.rows:
+        if layer.kind in problem.models:
+            groups.setdefault((layer.key, hw.name), (layer, hw, []))[2].append((knobs, cost))
+    feats: dict = {}
+    for layer, hw, rows in groups.values():
+        sp = problem.target.sw_space(layer, hw)
+        pts, ys = [], []
+        for knobs, cost in rows:
+            try:
+                pts.append(sp.point(knobs))
+            except (DcocError, KeyError, ValueError):
+                continue  # a schedule outside this target's space
+            ys.append(problem.bound(layer, hw) / cost if math.isfinite(cost) and cost > 0 else 0.0)
+        if pts:
+            Xs, ys_ = feats.setdefault(layer.kind, ([], []))
+            Xs.append(sp.point_features(np.array(pts, dtype=np.int64)))
+            ys_.append(np.array(ys))
+    data: dict = {}
+    for kind, (Xs, ys) in feats.items():
+        width = Counter(x.shape[1] for x in Xs).most_common(1)[0][0]
+        keep = [i for i, x in enumerate(Xs) if x.shape[1] == width]
+        X = np.concatenate([Xs[i] for i in keep])
+        y = np.concatenate([ys[i] for i in keep])
+        if len(y) and y.max() > 0:
+            data[kind] = (X, y)
+    hws, names = [], set()
+    for hw in prior.best_hw:
+        vals = {k: getattr(hw, k, None) for k in problem.hw_knobs}
+        if any(v not in c for v, c in zip(vals.values(), problem.hw_choices)) or problem.hs.check(vals):
+            continue
+        h = problem.target.make_hw(vals, problem.board)
+        if h.name not in names:
+            names.add(h.name)
+            hws.append(h)
+    return data, hws
 
 
 def _interleave(rankings: list) -> list:
