@@ -32,6 +32,9 @@ Ablations are flags of :class:`DCOCConfig`, not copies of the algorithm:
   search are pooled before the selection;
 * ``select="topk"`` (``dcoc-topk``): no uncertainty, the ``n`` best predicted means.
 
+``select=None`` (the default) takes :attr:`Problem.default_select`: confidence sampling per
+task and in MetaSchedule, top-k in whole-model co-design (the confidence rule was ablated
+there on 60 (model, board, seed) triples and added nothing; docs/method.md §12).
 ``proposer=None`` (the default) takes the problem's :attr:`Problem.default_proposer`:
 the agents per task and in MetaSchedule, the surrogate in whole-model co-design (the
 agents were ablated there on ResNet-18, MobileNetV2 and VGG-16 and added nothing;
@@ -161,7 +164,10 @@ class DCOCConfig:
                                   # the problem's default (Problem.default_proposer): agents per
                                   # task and in MetaSchedule, surrogate in co-design, where the
                                   # agents did not beat it on three models (docs/method.md §12)
-    select: str = "confidence"    # confidence | topk (dcoc-topk, surrogate)
+    select: str | None = None     # confidence | topk (dcoc-topk, surrogate) | None: the problem's
+                                  # default (Problem.default_select): confidence per task and in
+                                  # MetaSchedule, topk in co-design, where the confidence rule showed
+                                  # no gain over top-k on 60 triples (session 14, docs/method.md §12)
     cluster_bootstrap: int = 5    # agents="clustered": partitions compared on bootstrap resamples
     cluster_agreement: float = 0.8  # ... and adopted only if this share of them agree (else the
                                     # fixed split stays and clustering is retried on twice the data)
@@ -190,7 +196,7 @@ class DCOCConfig:
 
         if self.proposer is not None and self.proposer not in PROPOSERS:
             raise DcocError(f"unknown DCOC proposer '{self.proposer}'; choose one of {', '.join(PROPOSERS)}")
-        if self.select not in SELECTS:
+        if self.select is not None and self.select not in SELECTS:
             raise DcocError(f"unknown DCOC selection '{self.select}'; choose one of {', '.join(SELECTS)}")
 
 
@@ -217,6 +223,8 @@ class Problem:
     cluster_after: int = 0
     #: the proposer when ``DCOCConfig.proposer`` is None
     default_proposer: str = "agents"
+    #: the selection when ``DCOCConfig.select`` is None
+    default_select: str = "confidence"
 
     def refit(self) -> None:
         """Fit the cost model(s) on every measurement so far (no-op when nothing is new)."""
@@ -272,6 +280,7 @@ class DCOCCore:
         self.p = problem
         self.cfg = cfg
         self.proposer = cfg.proposer or problem.default_proposer  # agents | surrogate | both
+        self.select = cfg.select or problem.default_select        # confidence | topk
         self.rng = rng
         self.agent_seed = agent_seed
         self.agents = None
@@ -372,14 +381,14 @@ class DCOCCore:
     # ------------------------------------------------------------------ selection
     def pick(self, mu, sd, n: int) -> np.ndarray:
         """Indices of the ``n`` candidates to measure (confidence sampling, or top-k by mean)."""
-        if self.cfg.select == "topk":
+        if self.select == "topk":
             return np.argsort(-np.asarray(mu, dtype=np.float64), kind="stable")[: max(int(n), 0)]
         return confidence_select(mu, sd, n, self.rng, self.cfg.confidence)
 
     @property
     def kappa(self) -> float:
         """The confidence-bound multiplier in use (0: no uncertainty, ``select="topk"``)."""
-        return 0.0 if self.cfg.select == "topk" else self.cfg.confidence.kappa
+        return 0.0 if self.select == "topk" else self.cfg.confidence.kappa
 
     # ------------------------------------------------------------------ proposals
     def _surrogate_search(self, dims, starts, ctx) -> tuple[np.ndarray, np.ndarray]:

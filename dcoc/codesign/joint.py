@@ -38,6 +38,8 @@ class CoDesignProblem(Problem):
 
     #: the agents did not beat the surrogate's own search in co-design (docs/method.md §12)
     default_proposer = "surrogate"
+    #: the confidence rule did not beat top-k on the same candidates (session 14, method.md §12)
+    default_select = "topk"
 
     def __init__(self, session, board, seed: int, cfg: DCOCConfig, rng, hw_ranges=None, prior=None):
         self.s, self.seed, self.cfg, self.rng = session, seed, cfg, rng
@@ -762,4 +764,5 @@ def config_tag(cfg: DCOCConfig | None = None) -> str:
     import hashlib
 
     cfg = cfg if cfg is not None else DCOCConfig()
-    return hashlib.sha256(f"{cfg!r}|{CoDesignProblem.default_proposer}".encode()).hexdigest()[:8]
+    p = CoDesignProblem
+    return hashlib.sha256(f"{cfg!r}|{p.default_proposer}|{p.default_select}".encode()).hexdigest()[:8]

@@ -70,6 +70,27 @@ def _core(problem, **flags):
     return DCOCCore(problem, cfg, np.random.default_rng(0), agent_seed=lambda n: child_seed(0, "t", n))
 
 
+def test_selection_defaults_to_the_problems_and_an_explicit_one_wins():
+    """select=None takes Problem.default_select: confidence sampling per task and in
+    MetaSchedule, top-k in whole-model co-design (session 14, docs/method.md §12)."""
+    from dcoc.codesign.joint import CoDesignProblem
+
+    assert DCOCConfig().select is None
+    assert Problem.default_select == "confidence" and CoDesignProblem.default_select == "topk"
+    p = Bowl()
+    assert _core(p).select == "confidence" and _core(p).kappa > 0
+
+    class TopKBowl(Bowl):
+        default_select = "topk"
+
+    q = TopKBowl()
+    core = _core(q, proposer="surrogate")
+    assert core.select == "topk" and core.kappa == 0.0
+    best3 = sorted((q.thr((a, b)) for a in range(8) for b in range(8) if (a, b) != (0, 0)), reverse=True)[:3]
+    assert sorted((q.thr(x) for x in core.propose(3)), reverse=True) == best3   # top-k: the best means
+    assert _core(q, select="confidence").select == "confidence"
+
+
 def test_propose_returns_unmeasured_valid_items():
     p = Bowl(measured={(5, 2): 1.0})
     core = _core(p)
