@@ -36,7 +36,7 @@ SUITES = {
                            "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "dcoc:explore_frac=0"]),
         # two boards x 5 seeds = 10 pairs per paired test (5 pairs cannot reach p < 0.05)
         "codesign": dict(models=["resnet18"], boards=["pynq", "ultra96"],
-                         tuners=["dcoc", "dcoc-agents", "surrogate", "dcoc:gain_units=model",
+                         tuners=["dcoc", "dcoc-agents", "dcoc:select=confidence", "dcoc:gain_units=model",
                                  "dcoc:sweep_incumbent=False", "sweep", "xgb"],
                          seeds=[0, 1, 2, 3, 4], trials=100),
         "metaschedule": dict(budgets=[64], seeds=[0], population=128),
@@ -315,8 +315,10 @@ def section_codesign(cfg: dict, img: str) -> tuple[str, dict]:
           "hardware with the exhaustively optimal schedule of every layer.  Baselines propose (hardware, "
           "schedules) jointly with the same transferred-schedule openings; `sweep` learns nothing.  DCOC's "
           "co-design default proposes with the cost model's own search, not agents (docs/method.md §12); "
-          "its ablations here: `dcoc-agents` (the agents' walks propose instead), `surrogate` (top-k by "
-          "predicted mean instead of confidence sampling, on the same candidates and in the same units), "
+          "its ablations here: `dcoc-agents` (the agents' walks propose instead), `dcoc:select=confidence` "
+          "(confidence sampling instead of top-k by predicted mean, on the same candidates and in the same "
+          "units; co-design's default selects top-k since session 14, and is then the `surrogate` "
+          "reference, which is therefore not run here), "
           "`dcoc:gain_units=model` (the selection sees model-level instead of layer-level normalized "
           "throughput) and `dcoc:sweep_incumbent=False` (the incumbent's schedules are not all "
           "candidates; docs/method.md §5, §12).  The padded compute bound's ablation "

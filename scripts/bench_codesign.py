@@ -24,7 +24,9 @@ Baselines propose (hardware, schedules) jointly (:class:`dcoc.codesign.JointCoDe
 walks propose instead of the surrogate's search, which is co-design's default since
 docs/method.md §12), ``dcoc-frozen``, ``dcoc-topk``, ``dcoc:hw_explore_every=1000000000`` and
 ``dcoc:bound=ideal`` (efficiency relative to the useful MACs, not the padded work) the ablations
-(:func:`dcoc.codesign.make_driver`); ``dcoc-noagents`` is ``dcoc`` in co-design.
+(:func:`dcoc.codesign.make_driver`); ``dcoc-noagents`` is ``dcoc`` in co-design, and since
+session 14 (co-design selects top-k by default) so are ``dcoc-topk`` and ``surrogate``; the
+confidence rule's ablation is ``dcoc:select=confidence``.
 
 The explored hardware configs (measured model latency vs BRAM/DSP/LUT) are kept for the
 Pareto plot of ``scripts.bench``.
@@ -59,8 +61,8 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
-TUNERS = ["dcoc", "dcoc-agents", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "dcoc:hw_explore_every=1000000000",
-          "dcoc:bound=ideal",
+TUNERS = ["dcoc", "dcoc-agents", "dcoc-frozen", "dcoc-noagents", "dcoc:select=confidence",
+          "dcoc:hw_explore_every=1000000000", "dcoc:bound=ideal",
           "surrogate", "sweep", "random", "ga", "xgb", "rl", "chameleon"]
 REFERENCE = "dcoc"
 

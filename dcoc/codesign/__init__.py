@@ -6,8 +6,10 @@ tracks the best model latency per hardware config) <- ask/tell -> a driver that 
 
 * :class:`SoftwareTuning` (:mod:`.software`) -- fixed hardware: one tuner per layer;
 * :class:`DCOCCoDesign` (:mod:`.joint`) -- DCOC's joint co-design on :class:`dcoc.core.DCOCCore`
-  (by default without agents: the surrogate proposes, docs/method.md §12; also its
-  ablations: ``dcoc-agents``, ``dcoc-frozen``, ``dcoc-noagents``, ``dcoc-topk``, ``surrogate``);
+  (by default without agents and with top-k selection: the surrogate proposes and the
+  predicted best are measured, docs/method.md §12; its ablations: ``dcoc-agents``,
+  ``dcoc-frozen``, ``dcoc:select=confidence``; ``dcoc-noagents``, ``dcoc-topk`` and
+  ``surrogate`` are ``dcoc`` itself here);
   ``prior=`` warm-starts it from other models' runs (:class:`Prior`, :mod:`.prior`);
 * :class:`JointCoDesign` (:mod:`.baselines`) -- the baseline tuners, proposing (hardware,
   schedule) jointly (the default); :class:`NestedCoDesign` -- hardware outer, software
