@@ -104,6 +104,11 @@ class CoDesignConfig:
                                     # picks first, larger latency share first): the model ranks a
                                     # layer's schedules well, its gains across layers badly; 0: off
                                     # (session 13, docs/method.md §5)
+    layer_calibration: float = 0.0  # > 0: each layer's predicted schedule times are multiplied by the
+                                    # geometric mean of its measured / predicted over the selection's
+                                    # past picks, shrunk towards 1 by this many pseudo-picks (the
+                                    # shared cost model is too optimistic on some layers, too
+                                    # pessimistic on others); 0: off (session 14, docs/method.md §5)
     timing_classes: bool = False    # a schedule measured on one config is known (exactly, sd 0) on
                                     # every config that differs only in the target's fit_knobs
                                     # (VTA: buffer sizes) where it fits, and a config whose buffers

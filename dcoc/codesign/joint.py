@@ -21,6 +21,7 @@ from collections import Counter
 
 import numpy as np
 
+from dcoc.codesign.calibration import LayerCalibration
 from dcoc.codesign.prior import training_data
 from dcoc.codesign.shapes import ShapeExplorer
 from dcoc.codesign.stall import StalledIncumbent
@@ -85,6 +86,8 @@ class CoDesignProblem(Problem):
         self._quota: Counter = Counter()  # (hw name, layer) -> layer_quota picks
         self.rounds_since_open = 0
         self.stall = StalledIncumbent(self)  # stall_rounds (dcoc.codesign.stall)
+        self.calib = LayerCalibration(self.ccfg.layer_calibration)  # (dcoc.codesign.calibration)
+        self._raw_pred = None              # the last predict()'s uncalibrated times (calibration)
         self.version = 0
         self.new_hw: list = []
         self._lis = None
@@ -223,6 +226,7 @@ class CoDesignProblem(Problem):
             if (hname, li, key) in self._seen_data:
                 continue
             self._seen_data.add((hname, li, key))
+            self.calib.note_measured(hname, li, key, cost)
             hw = self.s.hw[hname]
             layer = self.s.layers[li]
             ok = math.isfinite(cost) and cost > 0
@@ -465,6 +469,10 @@ class CoDesignProblem(Problem):
         best_lat = self._best_lat
         self.ensure_estimates([c[1] for c in cands])
         m, d = self.predict_many(cands)
+        if self.calib.on:
+            self._raw_pred = (cands, m)
+            f = np.array([self.calib.factor(li) for li, _, _ in cands])
+            m, d = m * f, d * f
         cnt = np.array([L[li].count for li, _, _ in cands], dtype=float)
         model = {n: self.model_estimate(hw) for n, hw in {hw.name: hw for _, hw, _ in cands}.items()}
         rest = np.array([model[hw.name] - L[li].count * self.layer_estimate(li, hw)
@@ -513,6 +521,10 @@ class CoDesignProblem(Problem):
         if idx and budget > len(jobs):
             chosen = pick(mu[idx], sd[idx], budget - len(jobs))
             jobs += [cands[idx[j]] for j in chosen]
+            if self._raw_pred is not None and self._raw_pred[0] is cands:
+                for j in chosen:
+                    li, hw, k = cands[idx[j]]
+                    self.calib.note_pick(hw.name, li, Space.key(k), float(self._raw_pred[1][idx[j]]))
         # dedupe (a completion job may coincide with a pick)
         uniq, keys = [], set()
         for li, hw, k in jobs:

@@ -501,3 +501,30 @@ def test_gain_units_layer_gives_the_selection_each_layers_normalized_throughput(
     cfg.codesign.gain_units = "step"
     with pytest.raises(DcocError, match="unknown co-design gain_units 'step'"):
         cd.make_driver(s, BOARD, "dcoc", 0, config=cfg)
+
+
+def test_layer_calibration_learns_each_layers_measured_over_predicted_ratio():
+    from dcoc.codesign.calibration import LayerCalibration
+
+    c = LayerCalibration(2.0)
+    c.note_pick("h", 0, ("k",), 1.0)
+    c.note_measured("h", 0, ("k",), 2.0)      # measured twice the predicted time
+    c.note_measured("h", 1, ("j",), 5.0)      # never picked: no evidence
+    assert c.factor(1) == 1.0 and c.summary() == {0: (1, c.factor(0))}
+    assert abs(c.factor(0) - 2.0 ** (1 / 3)) < 1e-12      # shrunk by 2 pseudo-picks at ratio 1
+    assert LayerCalibration(0.0).factor(0) == 1.0
+    # a co-design run: every measured pick's ratio reaches its layer, predictions are scaled
+    cfg = small_config()
+    cfg.codesign.layer_calibration = 2.0
+    _, s, p = _ran_dcoc(cfg, budget=60)
+    summ = p.calib.summary()
+    assert summ and sum(n for n, _ in summ.values()) >= 8
+    assert any(abs(f - 1.0) > 1e-6 for _, f in summ.values())
+    li = next(iter(summ))
+    hw = s.hw[s.best_hw]
+    k = p.valid_schedules(li, hw)[0]
+    mu_cal, _ = p.predict([(li, hw, k)])
+    p.calib.w = 0.0                                # off: the uncalibrated prediction
+    mu_raw, _ = p.predict([(li, hw, k)])
+    p.calib.w = 2.0
+    assert np.allclose(mu_cal * p.calib.factor(li), mu_raw)   # layer units: ref / (t * factor)
