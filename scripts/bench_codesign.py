@@ -22,7 +22,7 @@ pools two boards.
 Baselines propose (hardware, schedules) jointly (:class:`dcoc.codesign.JointCoDesign`);
 ``sweep`` and ``surrogate`` are the non-learning references; ``dcoc-agents`` (the agents'
 walks propose instead of the surrogate's search, which is co-design's default since
-docs/method.md §12), ``dcoc-frozen``, ``dcoc-topk``, ``dcoc:hw_explore_every=1000000000`` and
+docs/method.md §12), ``dcoc-frozen``, ``dcoc:select=confidence``, ``dcoc:hw_explore_every=1000000000`` and
 ``dcoc:bound=ideal`` (efficiency relative to the useful MACs, not the padded work) the ablations
 (:func:`dcoc.codesign.make_driver`); ``dcoc-noagents`` is ``dcoc`` in co-design, and since
 session 14 (co-design selects top-k by default) so are ``dcoc-topk`` and ``surrogate``; the
