@@ -525,6 +525,7 @@ class CoDesignProblem(Problem):
                 for j in chosen:
                     li, hw, k = cands[idx[j]]
                     self.calib.note_pick(hw.name, li, Space.key(k), float(self._raw_pred[1][idx[j]]))
+        self._raw_pred = None  # used once; do not hold the round's candidates until the next
         # dedupe (a completion job may coincide with a pick)
         uniq, keys = [], set()
         for li, hw, k in jobs:

@@ -1,6 +1,5 @@
 """Each baseline runs with its documented settings, and every model-based tuner gets the
 same warm-up (fair-evidence issue; docs/method.md §6 and §9)."""
-import numpy as np
 import pytest
 
 from dcoc.search.measure import FunctionMeasurer
