@@ -519,7 +519,12 @@ class CoDesignProblem(Problem):
         # 4. the rest of the round: confident candidates on complete hardware configs
         idx = [i for i, c in enumerate(cands) if c[1].name in complete and i not in taken]
         if idx and budget > len(jobs):
-            chosen = pick(mu[idx], sd[idx], budget - len(jobs))
+            m = mu[idx]
+            c = self.ccfg.stale_discount
+            if c > 0:  # damp the promised gains of layers whose recent picks all failed
+                f = np.array([s.stale[(cands[i][1].name, cands[i][0])] for i in idx], dtype=float)
+                m = 1.0 + (m - 1.0) * c / (c + f)
+            chosen = pick(m, sd[idx], budget - len(jobs))
             jobs += [cands[idx[j]] for j in chosen]
             if self._raw_pred is not None and self._raw_pred[0] is cands:
                 for j in chosen:

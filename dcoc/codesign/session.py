@@ -12,6 +12,7 @@ every layer has at least one valid measurement there (the hardware is then *comp
 """
 from __future__ import annotations
 
+import collections
 import math
 import time
 
@@ -45,6 +46,8 @@ class Session:
         self.trials = 0
         self.hw: dict[str, object] = {}                 # name -> hardware config
         self.best: dict[tuple, tuple] = {}              # (hw name, layer idx) -> (cost, knobs)
+        self.stale: collections.Counter = collections.Counter()  # (hw name, layer idx) -> its
+        # measurements since its best was found (CoDesignConfig.stale_discount)
         self.measured: dict[tuple, float] = {}          # (hw name, layer idx, knobs key) -> cost|inf
         self.results: dict[tuple, MeasureResult] = {}   # same keys -> the result
         self.history: list[tuple[int, float]] = []      # (trial, best model latency s so far)
@@ -112,10 +115,12 @@ class Session:
             li, hw, knobs = jobs[i]
             r = self.results[out[i]]
             self.measured[out[i]] = r.cost
-            if r.valid:
-                cur = self.best.get((hw.name, li))
-                if cur is None or r.cost < cur[0]:
-                    self.best[(hw.name, li)] = (r.cost, dict(knobs))
+            cur = self.best.get((hw.name, li))
+            if r.valid and (cur is None or r.cost < cur[0]):
+                self.best[(hw.name, li)] = (r.cost, dict(knobs))
+                self.stale[(hw.name, li)] = 0
+            else:
+                self.stale[(hw.name, li)] += 1
             self.trials += 1
             lat = self.latency(hw.name)
             if lat is not None and lat < self.best_latency:

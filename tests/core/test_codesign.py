@@ -528,3 +528,25 @@ def test_layer_calibration_learns_each_layers_measured_over_predicted_ratio():
     mu_raw, _ = p.predict([(li, hw, k)])
     p.calib.w = 2.0
     assert np.allclose(mu_cal * p.calib.factor(li), mu_raw)   # layer units: ref / (t * factor)
+
+
+def test_stale_discount_counts_each_layers_measurements_since_its_best():
+    """``stale_discount``: the session counts, per (config, layer), the measurements since
+    that layer's best was found (the count the selection damps predicted gains by)."""
+    from collections import Counter
+
+    cfg = small_config()
+    cfg.codesign.stale_discount = 4.0
+    _, s, p = _ran_dcoc(cfg, budget=60)
+    expect, best = Counter(), {}
+    for (hn, li, _), r in s.results.items():   # insertion order = measurement order
+        if r.valid and ((hn, li) not in best or r.cost < best[(hn, li)]):
+            best[(hn, li)] = r.cost
+            expect[(hn, li)] = 0
+        else:
+            expect[(hn, li)] += 1
+    assert +s.stale == +expect and sum(s.stale.values()) > 0
+    assert {k: v[0] for k, v in s.best.items()} == best
+    # same seed and budget without the discount: the damped gains changed what was measured
+    _, s0, _ = _ran_dcoc(small_config(), budget=60)
+    assert s0.trials == s.trials == 60 and list(s0.results) != list(s.results)
