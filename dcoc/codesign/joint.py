@@ -521,9 +521,9 @@ class CoDesignProblem(Problem):
         if idx and budget > len(jobs):
             m = mu[idx]
             c = self.ccfg.stale_discount
-            if c > 0:  # damp the promised gains of layers whose recent picks all failed
+            if c > 0:  # damp the promised gains (only gains) of layers whose recent picks all failed
                 f = np.array([s.stale[(cands[i][1].name, cands[i][0])] for i in idx], dtype=float)
-                m = 1.0 + (m - 1.0) * c / (c + f)
+                m = np.where(m > 1.0, 1.0 + (m - 1.0) * c / (c + f), m)
             chosen = pick(m, sd[idx], budget - len(jobs))
             jobs += [cands[idx[j]] for j in chosen]
             if self._raw_pred is not None and self._raw_pred[0] is cands:
