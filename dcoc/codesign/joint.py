@@ -519,12 +519,7 @@ class CoDesignProblem(Problem):
         # 4. the rest of the round: confident candidates on complete hardware configs
         idx = [i for i, c in enumerate(cands) if c[1].name in complete and i not in taken]
         if idx and budget > len(jobs):
-            m = mu[idx]
-            c = self.ccfg.stale_discount
-            if c > 0:  # damp the promised gains (only gains) of layers whose recent picks all failed
-                f = np.array([s.stale[(cands[i][1].name, cands[i][0])] for i in idx], dtype=float)
-                m = np.where(m > 1.0, 1.0 + (m - 1.0) * c / (c + f), m)
-            chosen = pick(m, sd[idx], budget - len(jobs))
+            chosen = pick(self.damped([cands[i] for i in idx], mu[idx]), sd[idx], budget - len(jobs))
             jobs += [cands[idx[j]] for j in chosen]
             if self._raw_pred is not None and self._raw_pred[0] is cands:
                 for j in chosen:
@@ -539,6 +534,16 @@ class CoDesignProblem(Problem):
                 keys.add(key)
                 uniq.append((li, hw, k))
         return uniq
+
+    def damped(self, cands, mu):
+        """``mu`` with each predicted gain (> 1) damped by ``c / (c + f)``, f = the
+        measurements of the candidate's layer on its config since that layer's best was found
+        (``stale_discount`` = c; 0: ``mu`` unchanged; a predicted loss is left as it is)."""
+        c = self.ccfg.stale_discount
+        if c <= 0:
+            return mu
+        f = np.array([self.s.stale[(hw.name, li)] for li, hw, _ in cands], dtype=float)
+        return np.where(mu > 1.0, 1.0 + (mu - 1.0) * c / (c + f), mu)
 
     def layer_quota_picks(self, cands, mu, inc, k: int) -> set:
         """Indices of ``k`` candidates: for the incumbent's layers with the fewest quota picks

@@ -536,7 +536,7 @@ def test_stale_discount_counts_each_layers_measurements_since_its_best():
     from collections import Counter
 
     cfg = small_config()
-    cfg.codesign.stale_discount = 4.0
+    cfg.codesign.stale_discount = 0.25
     _, s, p = _ran_dcoc(cfg, budget=60)
     expect, best = Counter(), {}
     for (hn, li, _), r in s.results.items():   # insertion order = measurement order
@@ -547,6 +547,13 @@ def test_stale_discount_counts_each_layers_measurements_since_its_best():
             expect[(hn, li)] += 1
     assert +s.stale == +expect and sum(s.stale.values()) > 0
     assert {k: v[0] for k, v in s.best.items()} == best
-    # same seed and budget without the discount: the damped gains changed what was measured
-    _, s0, _ = _ran_dcoc(small_config(), budget=60)
-    assert s0.trials == s.trials == 60 and list(s0.results) != list(s.results)
+    # the selection sees each predicted gain damped by c / (c + f); losses as they are
+    inc = s.hw[s.best_hw]
+    cands = [c for c in p.candidates([], [], 0) if c[1].name == inc.name]
+    mu = np.linspace(0.9, 1.2, len(cands))
+    f = np.array([s.stale[(inc.name, li)] for li, _, _ in cands], dtype=float)
+    assert f.max() > 0
+    want = np.where(mu > 1, 1 + (mu - 1) * 0.25 / (0.25 + f), mu)
+    assert np.allclose(p.damped(cands, mu), want)
+    cfg.codesign.stale_discount = 0.0
+    assert p.damped(cands, mu) is mu
