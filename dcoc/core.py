@@ -109,12 +109,12 @@ class CoDesignConfig:
                                     # past picks, shrunk towards 1 by this many pseudo-picks (the
                                     # shared cost model is too optimistic on some layers, too
                                     # pessimistic on others); 0: off (session 14, docs/method.md §5)
-    stale_discount: float = 0.0     # > 0: a candidate's predicted gain (mu - 1 > 0, in the selection's
-                                    # units; a predicted loss is left as it is) is multiplied by
-                                    # c / (c + f), f = the measurements of
-                                    # its layer on its config since that layer's best was found:
-                                    # a layer the model keeps promising gains on that never come
-                                    # stops crowding out the others; 0: off (session 15, method §5)
+    stale_discount: float = 0.0     # c > 0: a candidate's predicted gain (mu - 1 > 0, in the
+                                    # selection's units; a predicted loss is left as it is) is
+                                    # multiplied by c / (c + f), f = the measurements of its layer
+                                    # on its config since that layer's best was found: a layer the
+                                    # model keeps promising gains on that never come stops crowding
+                                    # out the others; 0: off (session 15, docs/method.md §5)
     timing_classes: bool = False    # a schedule measured on one config is known (exactly, sd 0) on
                                     # every config that differs only in the target's fit_knobs
                                     # (VTA: buffer sizes) where it fits, and a config whose buffers
