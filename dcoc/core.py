@@ -196,6 +196,9 @@ class DCOCConfig:
                                   # measurement instead (topped up with random valid points), so
                                   # the pooled model picks from a wide sample, as EvolutionarySearch
                                   # ranks its population; 0: program_rerank as on warm tasks
+    program_cold_until: int = 0   # ... and a task stays cold while it has fewer own measurements
+                                  # than this (0: only until its own model is fitted), for models
+                                  # whose many tasks get a few trials each (method.md §13)
     program_share: bool = True    # learn also from the other tasks' pooled rows (one model per
                                   # run, as MetaSchedule's cost model); False: own rows only
     mappo: MAPPOConfig = field(default_factory=MAPPOConfig)

@@ -233,14 +233,14 @@ class TaskProblem(Problem):
             and not t.is_visited(t.space.config(tuple(p))) and self.is_valid(tuple(p))))
         cfg = self.t.cfg
         # cold task, warm pool: the pooled model ranks a wide sample (program_cold x n)
-        cold = self.program_on and cfg.program_cold > 0 and not self.model.fitted \
-            and self.prog_model.fitted
+        cold = self.program_on and cfg.program_cold > 0 and self.prog_model.fitted and (
+            not self.model.fitted or len(self.points) < cfg.program_cold_until)
         keep = (cfg.program_cold if cold else cfg.program_rerank) * max(int(n), 1)
         want = keep if cold else n
         if len(cands) < want:  # walks stuck in measured territory (or cold): random points
             cands += self.random_valid(want - len(cands), exclude=set(cands))
         if self.program_on and len(cands) > keep:  # only the best go on to program features
-            if self.model.fitted:
+            if self.model.fitted and not cold:  # a cold task's few rows do not steer the cut
                 mu = self.model.predict(self.t.space.point_features(np.array(cands)))
                 order = np.argsort(-mu, kind="stable")[:keep]
             else:

@@ -131,3 +131,18 @@ def test_cold_task_ranks_a_wider_sample_with_program_cold():
             # 16 x 8 candidates went through the program model (a 12 x 12 space: nearly all)
             assert b.problem.program.calls >= 100
     assert means[16] < means[0], means
+
+
+def test_program_cold_until_keeps_a_task_cold_while_it_has_few_rows():
+    pool = SharedPool()
+    a = _tuner(_task("a", "ab"), pool)
+    a.tune(48, FunctionMeasurer(_cost))
+    sizes = {}
+    for until in (0, 32):
+        b = _tuner(_task("b", "vu"), pool, program_cold=8, program_cold_until=until)
+        b.tune(8, FunctionMeasurer(_cost))            # own model fitted: warm by default
+        b.problem.refit()
+        assert b.problem.model.fitted
+        sizes[until] = len(b.problem.candidates(np.zeros((0, 2), np.int64), None, 4))
+    # warm: the round's 4 candidates; still cold (8 < 32 rows): 8 x 4 ranked by the pool
+    assert sizes == {0: 4, 32: 32}, sizes
