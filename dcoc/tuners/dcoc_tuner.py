@@ -234,7 +234,7 @@ class TaskProblem(Problem):
         cfg = self.t.cfg
         # cold task, warm pool: the pooled model ranks a wide sample (program_cold x n)
         cold = self.program_on and cfg.program_cold > 0 and self.prog_model.fitted and (
-            not self.model.fitted or len(self.points) < cfg.program_cold_until)
+            not self.model.fitted or self.n_measured() < cfg.program_cold_until)
         keep = (cfg.program_cold if cold else cfg.program_rerank) * max(int(n), 1)
         want = keep if cold else n
         if len(cands) < want:  # walks stuck in measured territory (or cold): random points

@@ -52,6 +52,13 @@ def _tuner(task, pool, **cfg):
     return t
 
 
+def _pool_after_task_a() -> SharedPool:
+    """A pool holding the rows of task A tuned for 48 trials (what a cold task B learns from)."""
+    pool = SharedPool()
+    _tuner(_task("a", "ab"), pool).tune(48, FunctionMeasurer(_cost))
+    return pool
+
+
 def test_pool_excludes_own_rows_caps_and_drops_unbuildable():
     pool = SharedPool(max_rows=4)
     pool.put("a", np.array([[1, 2], [3, 4], [np.nan, 0], [5, 6]]), [0.1, 0.2, 0.3, 1.0])
@@ -65,9 +72,7 @@ def test_pool_excludes_own_rows_caps_and_drops_unbuildable():
 
 
 def test_pooled_rows_rank_a_new_task_from_its_first_round():
-    pool = SharedPool()
-    a = _tuner(_task("a", "ab"), pool)
-    a.tune(48, FunctionMeasurer(_cost))
+    pool = _pool_after_task_a()
     assert len(pool.others("b")[1]) == 48
 
     b = _tuner(_task("b", "vu"), pool)
@@ -119,9 +124,7 @@ def test_program_model_refits_only_when_own_or_pooled_rows_change():
 
 
 def test_cold_task_ranks_a_wider_sample_with_program_cold():
-    pool = SharedPool()
-    a = _tuner(_task("a", "ab"), pool)
-    a.tune(48, FunctionMeasurer(_cost))
+    pool = _pool_after_task_a()
     means = {}
     for cold in (0, 16):
         b = _tuner(_task("b", "vu"), pool, program_cold=cold)
@@ -134,9 +137,7 @@ def test_cold_task_ranks_a_wider_sample_with_program_cold():
 
 
 def test_program_cold_until_keeps_a_task_cold_while_it_has_few_rows():
-    pool = SharedPool()
-    a = _tuner(_task("a", "ab"), pool)
-    a.tune(48, FunctionMeasurer(_cost))
+    pool = _pool_after_task_a()
     sizes = {}
     for until in (0, 32):
         b = _tuner(_task("b", "vu"), pool, program_cold=8, program_cold_until=until)
