@@ -23,6 +23,10 @@ MetaSchedule contract kept by :class:`TunerStrategy`:
 
 * ``generate_measure_candidates`` returns at most ``num_trials_per_iter`` candidates and
   never more than the task's remaining ``max_trials``; ``None`` (never ``[]``) ends the task.
+* With ``max_trials_global`` (``tune_model`` sets it to its ``trials``) no batch goes past
+  the run's total budget either: MetaSchedule's task scheduler checks that budget only
+  between batches, so after one short batch (too few distinct schedules) it would start a
+  full batch at, say, 255 of 256 trials and end at 271.  All clones count against one total.
 * The strategy never writes the database: MetaSchedule's ``AddToDatabase`` measure callback
   commits every candidate; run costs reach the tuner from ``RunnerResult.run_secs``.
 * ``clone()`` returns a new decorated object (``tune_relax`` clones once per task); all
@@ -123,7 +127,8 @@ class _TunerStrategy(PySearchStrategy):
     """Implementation of :class:`TunerStrategy` (use the decorated class)."""
 
     def __init__(self, tuner: str = "dcoc", seed: int = 0, tuner_kwargs: dict | None = None,
-                 warm_start: bool = True, max_proposals: int = 8, state: dict | None = None):
+                 warm_start: bool = True, max_proposals: int = 8, state: dict | None = None,
+                 max_trials_global: int | None = None):
         self.tuner_name = tuner
         self.seed = int(seed)
         self.tuner_kwargs = dict(tuner_kwargs or {})
@@ -131,6 +136,9 @@ class _TunerStrategy(PySearchStrategy):
         self.max_proposals = int(max_proposals)
         self.state = state if state is not None else {}
         self.state.setdefault("tasks", {})
+        self.state.setdefault("used", 0)  # trials measured or recorded, over every task
+        if max_trials_global is not None:
+            self.state["max_trials_global"] = int(max_trials_global)
         self.context = None
         self.tspace: TraceSpace | None = None
         self.tuner = None
@@ -142,6 +150,11 @@ class _TunerStrategy(PySearchStrategy):
     def results(self) -> dict:
         """``{task name: summary}`` of every task tuned by this strategy or its clones."""
         return self.state["tasks"]
+
+    def limit_total(self, max_trials_global: int) -> None:
+        """Start a run whose batches, over all tasks, stop at ``max_trials_global``."""
+        self.state["max_trials_global"] = int(max_trials_global)
+        self.state["used"] = 0
 
     # ------------------------------------------------------ MetaSchedule API
     def _initialize_with_tune_context(self, context) -> None:
@@ -177,6 +190,7 @@ class _TunerStrategy(PySearchStrategy):
         if self.warm_start and database is not None:
             self._warm_start(database)
         self.budget = max(0, self.max_trials - self.recorded)
+        self.state["used"] += self.recorded
         self.overhead = time.perf_counter() - t0
         self._publish()
 
@@ -204,6 +218,7 @@ class _TunerStrategy(PySearchStrategy):
             self.history.append((self.recorded + self.measured, r.cost,
                                  time.perf_counter() - self._t0))
             self.measured += 1
+            self.state["used"] += 1
             if r.valid and r.cost < self.best_cost:
                 self.best_cost, self.best_config = r.cost, dict(cfg)
                 self.best_trace = sch.trace
@@ -232,6 +247,11 @@ class _TunerStrategy(PySearchStrategy):
         remaining = self.budget - self.measured
         if remaining <= 0:
             return None
+        total = self.state.get("max_trials_global")
+        if total is not None:
+            remaining = min(remaining, total - self.state["used"])
+            if remaining <= 0:
+                return None
         n = min(self.per_iter, remaining)
         cands, batch, dups = [], [], []
         pend_key: dict = {}
@@ -377,6 +397,10 @@ tuner_kwargs: extra keyword arguments of the tuner's constructor.
 warm_start: replay the database's records of each task (resume; see module docstring).
 max_proposals: proposals per wanted candidate before a batch is cut short.
 state: a dict shared by the clones (``results`` reads ``state["tasks"]``).
+max_trials_global: the run's total budget (pass the same number as to ``tune_relax`` /
+    ``tune_tasks``): the last batch is cut so the run ends there.  MetaSchedule's scheduler
+    checks its total only between batches and would otherwise overshoot by up to one batch.
+    ``tune_model`` sets it.
 """
 
 
@@ -385,13 +409,14 @@ class _DCOCStrategy(_TunerStrategy):
 
     def __init__(self, seed: int = 0, agents: str = "dcoc", warm_start: bool = True,
                  max_proposals: int = 8, state: dict | None = None, tuner_kwargs=None,
-                 tuner: str = "dcoc", **kw):
+                 tuner: str = "dcoc", max_trials_global: int | None = None, **kw):
         kwargs = dict(tuner_kwargs or {})
         kwargs.update(kw)
         kwargs["agents"] = agents
         self.agents = agents
         super().__init__(tuner=tuner, seed=seed, tuner_kwargs=kwargs, warm_start=warm_start,
-                         max_proposals=max_proposals, state=state)
+                         max_proposals=max_proposals, state=state,
+                         max_trials_global=max_trials_global)
 
     def _ctor_kwargs(self) -> dict:
         kw = super()._ctor_kwargs()

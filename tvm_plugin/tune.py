@@ -366,6 +366,8 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner, agen
 
     if num_trials_per_iter is None:
         num_trials_per_iter = max(2, min(16, int(trials) // (2 * len(ctxs))))
+    if hasattr(strategy, "limit_total"):  # dcoc strategies: no batch past `trials`
+        strategy.limit_total(int(trials))
     db = ms.database.JSONDatabase(work_dir=work_dir)
     b = make_builder(builder)
     r = make_runner(runner, timeout_sec=timeout_sec)

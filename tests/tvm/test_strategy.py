@@ -195,3 +195,27 @@ def test_dcoc_strategy_program_features_and_shared_pool(conv_task, builder, runn
     assert len(other.generate_measure_candidates()) == 8
     assert other.tuner.problem.prog_model.fitted      # fitted on the first task's rows only
     assert other.tuner.problem.n_measured() == 0
+
+
+@pytest.mark.parametrize("cap", [None, 10])
+def test_batches_stop_at_the_global_budget(conv_task, builder, runner, tmp_path, cap):
+    """MetaSchedule's task scheduler checks max_trials_global only between batches: two
+    tasks in batches of 4 under a total of 10 end at 12 trials.  With the strategy's
+    ``max_trials_global`` (tune_model sets it) the last batch is cut to end at 10."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tvm_plugin.space import make_tune_context
+
+    strat = _recording_cls()(tuner="random", seed=0, max_trials_global=cap)
+    et = conv_task.ms_task
+    ctxs = [make_tune_context(et.dispatched[0], et.target, name, strategy=s, num_threads=2,
+                              seed=0)
+            for name, s in (("task_a", strat), ("task_b", strat.clone()))]
+    db = ms.database.JSONDatabase(work_dir=str(tmp_path))
+    ms.tune_tasks(tasks=ctxs, task_weights=[1.0, 1.0], work_dir=str(tmp_path),
+                  max_trials_global=10, num_trials_per_iter=4, builder=builder,
+                  runner=runner, database=db, cost_model="random")
+    measured = sum(s["trials"] for s in strat.results.values())
+    assert len(db.get_all_tuning_records()) == measured
+    assert measured == (12 if cap is None else 10)
+    assert strat.state["used"] == measured
