@@ -29,7 +29,7 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
-from dcoc.core import DCOCConfig, DCOCCore, Problem, ensemble
+from dcoc.core import COLD_SETTING, DCOCConfig, DCOCCore, Problem, ensemble
 from dcoc.seeding import child_seed
 from dcoc.tuners.base import Tuner
 
@@ -301,6 +301,17 @@ class DCOCTuner(Tuner):
     @property
     def rounds(self) -> int:
         return self.core.rounds
+
+    def few_trials(self, per_task: float) -> bool:
+        """Told by a MetaSchedule run its budget per task before the first batch: below
+        ``cfg.cold_below`` (and with program features off) switch ``COLD_SETTING`` on.
+        True when it did (the caller then provides the program features)."""
+        cfg = self.cfg
+        if cfg.cold_below <= 0 or per_task >= cfg.cold_below or cfg.program_rerank > 0:
+            return False
+        for k, v in COLD_SETTING.items():
+            setattr(cfg, k, v)
+        return True
 
     # ------------------------------------------------------------ Tuner API
     def next_batch(self, batch_size):
