@@ -204,6 +204,10 @@ class DCOCConfig:
                                   # whose many tasks get a few trials each (method.md §13)
     program_share: bool = True    # learn also from the other tasks' pooled rows (one model per
                                   # run, as MetaSchedule's cost model); False: own rows only
+    program_evolve: int = 0       # cold tasks: generations of one-knob mutations of the pooled
+                                  # model's best candidates (1/8 of them, 4 mutants each), the
+                                  # best program_cold x n of all kept (EvolutionarySearch's
+                                  # evolution under its cost model); 0: off
     cold_below: int = 0           # MetaSchedule: a run whose budget per task (total trials / tasks)
                                   # is below this turns COLD_SETTING on (where program_rerank is
                                   # 0), as on MobileNetV2 / ResNet-18 (8-13 trials per task);
