@@ -460,6 +460,12 @@ DCOCSearchStrategy.__doc__ = """DCOC as a MetaSchedule search strategy.
 (``SampleCategorical`` unroll, ``SampleComputeLocation``, ``design_space``); ``agents`` may
 also be ``"clustered"``, ``"single"`` or ``"per-knob"``.  Extra keyword arguments go to
 :class:`dcoc.tuners.dcoc_tuner.DCOCTuner` (e.g. ``config=DCOCConfig(...)``).
+
+When the run's budget per task is below ``DCOCConfig.cold_below`` (32; e.g. 256 trials
+over MobileNetV2's 33 tasks) every batch of a task with fewer than 32 measurements is
+ranked from 64 x n candidates by one program-feature model shared across the run's
+tasks (``dcoc.core.COLD_SETTING``, docs/method.md §13); pass ``max_trials_global`` so the
+share is computed on the run's total.  ``config=DCOCConfig(cold_below=0)`` turns it off.
 """
 
 
