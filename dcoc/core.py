@@ -53,6 +53,10 @@ from dcoc.sampling import ConfidenceConfig, confidence_select
 
 PROPOSERS = ("agents", "surrogate", "both")
 SELECTS = ("confidence", "topk")
+#: the cold-task setting (docs/method.md §13): DCOCConfig fields a MetaSchedule run with few
+#: trials per task switches on (``DCOCConfig.cold_below``); values fixed in session 16
+#: (00be209), on by default below 32 trials per task since session 18
+COLD_SETTING = {"program_rerank": 4, "program_cold": 64, "program_cold_until": 32}
 
 
 @dataclass
@@ -201,6 +205,15 @@ class DCOCConfig:
                                   # whose many tasks get a few trials each (method.md §13)
     program_share: bool = True    # learn also from the other tasks' pooled rows (one model per
                                   # run, as MetaSchedule's cost model); False: own rows only
+    program_evolve: int = 0       # cold tasks: generations of one-knob mutations of the pooled
+                                  # model's best candidates (1/8 of them, 4 mutants each), the
+                                  # best program_cold x n of all kept (EvolutionarySearch's
+                                  # evolution under its cost model); 0: off
+    cold_below: int = 32          # MetaSchedule: a run whose budget per task (total trials / tasks)
+                                  # is below this turns COLD_SETTING on (where program_rerank is
+                                  # 0), as on MobileNetV2 / ResNet-18 (8-13 trials per task):
+                                  # 0.865 of the latency without it, 8/8 fresh groups, p = 0.008
+                                  # (pre-registered, session 18); 0: never (method.md §13)
     mappo: MAPPOConfig = field(default_factory=MAPPOConfig)
     confidence: ConfidenceConfig = field(default_factory=ConfidenceConfig)
     codesign: CoDesignConfig = field(default_factory=CoDesignConfig)

@@ -27,6 +27,10 @@ MetaSchedule contract kept by :class:`TunerStrategy`:
   the run's total budget either: MetaSchedule's task scheduler checks that budget only
   between batches, so after one short batch (too few distinct schedules) it would start a
   full batch at, say, 255 of 256 trials and end at 271.  All clones count against one total.
+* MetaSchedule pre-tunes every task of a run before the first batch, so at its first
+  batch a task knows the run's budget per task (:meth:`TunerStrategy.per_task`); a DCOC
+  tuner turns its cold-task setting on below ``DCOCConfig.cold_below``
+  (``few_trials``) and is then given program features.
 * The strategy never writes the database: MetaSchedule's ``AddToDatabase`` measure callback
   commits every candidate; run costs reach the tuner from ``RunnerResult.run_secs``.
 * ``clone()`` returns a new decorated object (``tune_relax`` clones once per task); all
@@ -165,6 +169,10 @@ class _TunerStrategy(PySearchStrategy):
         import dcoc.tuners
 
         t0 = time.perf_counter()
+        if self.state.get("generating"):  # a new run (MetaSchedule pre-tunes every task first)
+            self.state["generating"] = False
+            self.state["run_tasks"] = 0
+        self.state["run_tasks"] = self.state.get("run_tasks", 0) + 1
         self.name = str(self.context.task_name or "task")
         self.task_seed = child_seed(self.seed, "metaschedule", self.name)
         self.tspace = TraceSpace.from_context(self.context, list(design_spaces),
@@ -176,6 +184,7 @@ class _TunerStrategy(PySearchStrategy):
             self.tuner = dcoc.tuners.create(self.tuner_name, self.task, seed=self.task_seed,
                                             **self.tuner_kwargs)
         self.features = self._program_features()
+        self.sized = False        # told the tuner the run's trials per task (first batch)
         self.max_trials = int(max_trials)
         self.per_iter = max(1, int(num_trials_per_iter))
         self.by_key: dict = {}    # config key -> MeasureResult (measured, recorded or invalid)
@@ -244,6 +253,10 @@ class _TunerStrategy(PySearchStrategy):
     def _generate(self):
         if self.tuner is None:
             return None
+        self.state["generating"] = True
+        if not self.sized:
+            self.sized = True
+            self._size_tuner()
         remaining = self.budget - self.measured
         if remaining <= 0:
             return None
@@ -307,6 +320,20 @@ class _TunerStrategy(PySearchStrategy):
             return None
         self.pending = (batch, dups)
         return cands
+
+    def per_task(self) -> float:
+        """The run's budget per task: its total (``max_trials_global``, else this task's
+        ``max_trials``) over the tasks pre-tuned for the run, at most ``max_trials``."""
+        total = self.state.get("max_trials_global", self.max_trials)
+        return min(float(self.max_trials), total / max(1, self.state.get("run_tasks", 1)))
+
+    def _size_tuner(self) -> None:
+        """Before the first batch every task of the run is known: a tuner that adapts to
+        few trials per task (DCOC's ``cold_below``) is told, then given program features."""
+        few = getattr(self.tuner, "few_trials", None)
+        if few is not None and few(self.per_task()) and self.features is None:
+            self.features = self._program_features()
+            self._publish()
 
     def _program_features(self):
         """Give a DCOC tuner the task's program features and the run's shared pool
@@ -379,6 +406,7 @@ class _TunerStrategy(PySearchStrategy):
             "proposed": self.n_proposed, "invalid": self.n_invalid, "duplicates": self.n_dup,
             "best_cost": self.best_cost if math.isfinite(self.best_cost) else None,
             "best_config": _jsonable(self.best_config) if self.best_config else None,
+            "per_task": self.per_task(), "program_features": self.features is not None,
             "history": list(self.history), "strategy_seconds": round(self.overhead, 3),
             "feature_seconds": round(self.features.seconds, 3) if self.features is not None else 0.0,
             "done": done,
@@ -432,6 +460,12 @@ DCOCSearchStrategy.__doc__ = """DCOC as a MetaSchedule search strategy.
 (``SampleCategorical`` unroll, ``SampleComputeLocation``, ``design_space``); ``agents`` may
 also be ``"clustered"``, ``"single"`` or ``"per-knob"``.  Extra keyword arguments go to
 :class:`dcoc.tuners.dcoc_tuner.DCOCTuner` (e.g. ``config=DCOCConfig(...)``).
+
+When the run's budget per task is below ``DCOCConfig.cold_below`` (32; e.g. 256 trials
+over MobileNetV2's 33 tasks) every batch of a task with fewer than 32 measurements is
+ranked from 64 x n candidates by one program-feature model shared across the run's
+tasks (``dcoc.core.COLD_SETTING``, docs/method.md §13); pass ``max_trials_global`` so the
+share is computed on the run's total.  ``config=DCOCConfig(cold_below=0)`` turns it off.
 """
 
 

@@ -29,7 +29,7 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
-from dcoc.core import DCOCConfig, DCOCCore, Problem, ensemble
+from dcoc.core import COLD_SETTING, DCOCConfig, DCOCCore, Problem, ensemble
 from dcoc.seeding import child_seed
 from dcoc.tuners.base import Tuner
 
@@ -246,7 +246,44 @@ class TaskProblem(Problem):
             else:
                 order = np.sort(self.t.rng.choice(len(cands), size=keep, replace=False))
             cands = [cands[i] for i in order]
+        if cold and cfg.program_evolve > 0:
+            cands = self.evolve(cands, keep)
         return cands
+
+    def evolve(self, cands: list, keep: int) -> list:
+        """``program_evolve`` generations: the best eighth of the candidates by the program
+        model's mean each get 4 one-knob mutants (valid, unmeasured, new); the best
+        ``keep`` of everything seen go on to selection."""
+        seen, pool = set(cands), list(cands)
+        for _ in range(self.t.cfg.program_evolve):
+            mu, _ = self.predict(pool)
+            parents = [pool[i] for i in np.argsort(-mu, kind="stable")[: max(1, keep // 8)]]
+            kids = []
+            for p in parents:
+                for _ in range(4):
+                    q = self.mutate(p)
+                    if q is not None and q not in seen:
+                        seen.add(q)
+                        kids.append(q)
+            if not kids:
+                break
+            pool += kids
+        mu, _ = self.predict(pool)
+        return [pool[i] for i in np.argsort(-mu, kind="stable")[:keep]]
+
+    def mutate(self, point: tuple, tries: int = 8) -> tuple | None:
+        """``point`` with one knob set to another choice (valid and not yet measured)."""
+        t, dims = self.t, self.dims
+        for _ in range(tries):
+            k = int(t.rng.integers(len(dims)))
+            if dims[k] <= 1:
+                continue
+            v = int(t.rng.integers(dims[k] - 1))
+            v += v >= point[k]
+            q = point[:k] + (v,) + point[k + 1:]
+            if q not in self._measured and self.is_valid(q) and not t.is_visited(t.space.config(q)):
+                return q
+        return None
 
     def predict(self, items):
         if self.program_on and self.prog_model.fitted:
@@ -301,6 +338,17 @@ class DCOCTuner(Tuner):
     @property
     def rounds(self) -> int:
         return self.core.rounds
+
+    def few_trials(self, per_task: float) -> bool:
+        """Told by a MetaSchedule run its budget per task before the first batch: below
+        ``cfg.cold_below`` (and with program features off) switch ``COLD_SETTING`` on.
+        True when it did (the caller then provides the program features)."""
+        cfg = self.cfg
+        if cfg.cold_below <= 0 or per_task >= cfg.cold_below or cfg.program_rerank > 0:
+            return False
+        for k, v in COLD_SETTING.items():
+            setattr(cfg, k, v)
+        return True
 
     # ------------------------------------------------------------ Tuner API
     def next_batch(self, batch_size):

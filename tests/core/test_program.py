@@ -147,3 +147,23 @@ def test_program_cold_until_keeps_a_task_cold_while_it_has_few_rows():
         sizes[until] = len(b.problem.candidates(np.zeros((0, 2), np.int64), None, 4))
     # warm: the round's 4 candidates; still cold (8 < 32 rows): 8 x 4 ranked by the pool
     assert sizes == {0: 4, 32: 32}, sizes
+
+
+def test_program_evolve_climbs_the_pooled_model_on_a_cold_task():
+    """A cold task ranking only 1 x n random candidates, with and without mutating the
+    pooled model's best of them (program_evolve generations): the mutants climb towards
+    the optimum the pool knows, so the first batch is better (optimum 1, random ~50)."""
+    pool = _pool_after_task_a()
+    mean_cost, calls = {}, {}
+    for gens in (0, 3):
+        costs = []
+        for seed in range(5):
+            task = _task("b", "vu")
+            t = create("dcoc", task, seed=seed, config=DCOCConfig(
+                program_rerank=4, program_cold=1, program_evolve=gens))
+            t.problem.set_program(Program(task.space), pool, key=task.name)
+            costs += [_cost(None, c) for c in t.ask(4)]
+            calls[gens] = t.problem.program.calls
+        mean_cost[gens] = float(np.mean(costs))
+    assert calls[3] > calls[0]                 # the mutants were featurized and scored
+    assert mean_cost[3] < 0.5 * mean_cost[0], mean_cost

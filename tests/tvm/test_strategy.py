@@ -219,3 +219,42 @@ def test_batches_stop_at_the_global_budget(conv_task, builder, runner, tmp_path,
     assert len(db.get_all_tuning_records()) == measured
     assert measured == (12 if cap is None else 10)
     assert strat.state["used"] == measured
+
+
+@pytest.mark.parametrize("cold_below", [0, 32])
+def test_few_trials_per_task_turn_the_cold_setting_on(conv_task, cold_below):
+    """Every task of a run is pre-tuned before the first batch, so a task's first batch
+    knows the run's budget per task (10 trials over two tasks: 5).  Below
+    ``DCOCConfig.cold_below`` DCOC switches COLD_SETTING on and gets program features;
+    with ``cold_below=0`` (the control) nothing changes.  A later run sharing the state
+    counts its own tasks."""
+    from dcoc.core import COLD_SETTING, DCOCConfig
+    from tvm_plugin.space import make_tune_context
+    from tvm_plugin.strategy import DCOCSearchStrategy
+
+    strat = DCOCSearchStrategy(seed=0, max_trials_global=10,
+                               config=DCOCConfig(cold_below=cold_below))
+    et = conv_task.ms_task
+
+    def pre_tune(s, name):
+        ctx = make_tune_context(et.dispatched[0], et.target, name, strategy=s, num_threads=2,
+                                seed=0)
+        s._initialize_with_tune_context(ctx)
+        s.pre_tuning(10, 4, ctx.space_generator.generate_design_space(ctx.mod), None, None)
+
+    clone = strat.clone()
+    pre_tune(strat, "task_a")
+    pre_tune(clone, "task_b")
+    assert strat.tuner.cfg.program_rerank == 0 and strat.features is None  # not yet decided
+    assert len(strat.generate_measure_candidates()) == 4
+    assert strat.per_task() == 5
+    on = cold_below > 0
+    cfg = strat.tuner.cfg
+    assert all((getattr(cfg, k) == v) is on for k, v in COLD_SETTING.items())
+    assert (strat.features is not None) is on
+    assert strat.results["task_a"]["program_features"] is on
+    assert strat.results["task_b"]["program_features"] is False   # decides at its first batch
+
+    third = DCOCSearchStrategy(seed=0, state=strat.state)  # a second run: one task
+    pre_tune(third, "task_c")
+    assert third.per_task() == 10
