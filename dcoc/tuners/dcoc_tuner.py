@@ -155,6 +155,11 @@ class TaskProblem(Problem):
             self._valid_cache[point] = v
         return v
 
+    def fresh(self, point: tuple) -> bool:
+        """Not measured, not visited by the tuner, and valid."""
+        return (point not in self._measured and not self.t.is_visited(self.t.space.config(point))
+                and self.is_valid(point))
+
     def random_valid(self, n: int, exclude: set) -> list[tuple]:
         t = self.t
         out, tries = [], 0
@@ -227,10 +232,8 @@ class TaskProblem(Problem):
         return np.array(pts, dtype=np.int64), np.zeros(len(pts), dtype=np.int64)
 
     def candidates(self, points, walkers, n: int) -> list:
-        t = self.t
-        cands = list(dict.fromkeys(
-            tuple(int(x) for x in p) for p in points if tuple(p) not in self._measured
-            and not t.is_visited(t.space.config(tuple(p))) and self.is_valid(tuple(p))))
+        cands = list(dict.fromkeys(p for p in (tuple(int(x) for x in q) for q in points)
+                                   if self.fresh(p)))
         cfg = self.t.cfg
         # cold task, warm pool: the pooled model ranks a wide sample (program_cold x n)
         cold = self.program_on and cfg.program_cold > 0 and self.prog_model.fitted and (
@@ -255,8 +258,8 @@ class TaskProblem(Problem):
         model's mean each get 4 one-knob mutants (valid, unmeasured, new); the best
         ``keep`` of everything seen go on to selection."""
         seen, pool = set(cands), list(cands)
+        mu = self.predict(pool)[0] if pool else np.zeros(0)
         for _ in range(self.t.cfg.program_evolve):
-            mu, _ = self.predict(pool)
             parents = [pool[i] for i in np.argsort(-mu, kind="stable")[: max(1, keep // 8)]]
             kids = []
             for p in parents:
@@ -268,7 +271,7 @@ class TaskProblem(Problem):
             if not kids:
                 break
             pool += kids
-        mu, _ = self.predict(pool)
+            mu = np.concatenate([mu, self.predict(kids)[0]])  # scores are per row: only the new
         return [pool[i] for i in np.argsort(-mu, kind="stable")[:keep]]
 
     def mutate(self, point: tuple, tries: int = 8) -> tuple | None:
@@ -281,7 +284,7 @@ class TaskProblem(Problem):
             v = int(t.rng.integers(dims[k] - 1))
             v += v >= point[k]
             q = point[:k] + (v,) + point[k + 1:]
-            if q not in self._measured and self.is_valid(q) and not t.is_visited(t.space.config(q)):
+            if self.fresh(q):
                 return q
         return None
 
