@@ -39,6 +39,7 @@ a paired Wilcoxon test over (model, seed) at each budget and the issue-13 target
     python -m scripts.bench_metaschedule --budgets 64 256 1000 --seeds 0 1 2 \
         --workloads small_cnn transformer mobilenetv2 resnet18
     python -m scripts.bench_metaschedule --quick          # a few minutes
+    python -m scripts.bench_metaschedule --summarize docs/data/ms_vs_evo_s19.jsonl  # read-out
 
 ``run(...)`` returns the rows (one dict per run) and can write them as JSON lines
 (``--out``) as they finish, so a long run can be inspected (and is not lost) midway.
@@ -438,6 +439,43 @@ def model_ablations(rows: list[dict], ref: str = "dcoc") -> list[str]:
     return out
 
 
+def model_pairs(rows: list[dict], strategy: str, ref: str = "dcoc") -> list[str]:
+    """One line per (model, budget, seed) run by both ``strategy`` and ``ref``: both
+    latencies, tuning times and the latency ratio (the groups behind the geomeans)."""
+    per: dict = {}
+    for r in rows:
+        w = ALIASES.get(r.get("workload"), r.get("workload"))
+        if w in MODELS and r.get("strategy") in (strategy, ref):
+            per.setdefault((w, r["budget"], r["seed"]), {})[r["strategy"]] = r
+    out = []
+    for (w, b, seed), g in sorted(per.items()):
+        if strategy in g and ref in g:
+            a, r = g[strategy], g[ref]
+            out.append(f"| {w} | {b} | {seed} | {r['best_ms']:.4f} | {a['best_ms']:.4f} | "
+                       f"{a['best_ms'] / r['best_ms']:.3f} | {r['tune_s']:.0f} / {a['tune_s']:.0f} |")
+    if out:
+        out = ["", f"Per group, {strategy} (A) vs {ref} (B):", "",
+               "| model | budget | seed | B ms | A ms | A / B | tuning s (B / A) |",
+               "|---|---|---|---|---|---|---|"] + out
+    return out
+
+
+def read_rows(paths) -> list[dict]:
+    """The rows of one or more ``--out`` files (JSON lines)."""
+    from dcoc.errors import DcocError
+
+    rows = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                rows += [json.loads(ln) for ln in f if ln.strip()]
+        except OSError as e:
+            raise DcocError(f"cannot read benchmark rows from {path}: {e.strerror}") from None
+        except json.JSONDecodeError as e:
+            raise DcocError(f"{path} is not a JSON-lines file of benchmark rows: {e}") from None
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m scripts.bench_metaschedule",
                                  description=__doc__.split("\n\n")[0])
@@ -456,7 +494,28 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="budget 16, seed 0 (a few minutes)")
     ap.add_argument("--out", default=None, help="append rows as JSON lines to this file")
     ap.add_argument("--work-dir", default=None, help="keep work directories here")
+    ap.add_argument("--summarize", nargs="+", metavar="FILE", default=None,
+                    help="run nothing: print the read-out of earlier --out files (targets vs "
+                         "--ref, DCOC variants vs dcoc with Wilcoxon p, and per-group ratios)")
+    ap.add_argument("--ref", default="evolutionary",
+                    help="reference strategy of the ratios and the target check")
     args = ap.parse_args(argv)
+    if args.summarize:
+        from dcoc.errors import DcocError
+
+        try:
+            rows = read_rows(args.summarize)
+        except DcocError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(summarize(rows, ref=args.ref))
+        for s in dict.fromkeys(r["strategy"] for r in rows if r.get("strategy") != "onnxruntime"):
+            refs = [args.ref] + (["dcoc"] if s.startswith("dcoc") and s != "dcoc" else [])
+            for ref in dict.fromkeys(r for r in refs if r != s):
+                pairs = model_pairs(rows, s, ref)
+                if pairs:
+                    print("\n".join(pairs))
+        return 0
     rows = run(args.budgets, args.seeds, tuple(args.workloads), tuple(args.strategies),
                quick=args.quick, population=args.population, out=args.out,
                work_root=args.work_dir, log=lambda s: print(s, file=sys.stderr, flush=True))

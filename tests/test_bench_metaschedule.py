@@ -33,3 +33,21 @@ def test_targets_and_ablations_pair_model_seed():
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert float(cells[3]) == pytest.approx(1.1 / 0.9, abs=1e-3) and cells[4] == "0/6"
     assert "transformer tuned with dcoc at budget 64" in summarize(_rows())
+
+
+def test_summarize_reads_out_files_without_running(tmp_path, capsys):
+    import json
+
+    from scripts.bench_metaschedule import main, model_pairs, read_rows
+
+    f = tmp_path / "rows.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in _rows()))
+    assert read_rows([f]) == _rows()
+    pairs = model_pairs(_rows(), "dcoc:program_rerank=0")
+    assert len(pairs) == 5 + 6 and pairs[-1].split("|")[6].strip() == f"{1.1 / 0.9:.3f}"
+    assert main(["--summarize", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "| 64 | dcoc | 6 | 0.900 |" in out and "Per group, dcoc (A) vs evolutionary (B)" in out
+    assert "Per group, dcoc:program_rerank=0 (A) vs dcoc (B)" in out
+    assert main(["--summarize", str(tmp_path / "missing.jsonl")]) == 2
+    assert "cannot read benchmark rows" in capsys.readouterr().err
