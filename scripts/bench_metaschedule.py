@@ -474,6 +474,10 @@ def read_rows(paths) -> list[dict]:
             raise DcocError(f"cannot read benchmark rows from {path}: {e.strerror}") from None
         except json.JSONDecodeError as e:
             raise DcocError(f"{path} is not a JSON-lines file of benchmark rows: {e}") from None
+    for r in rows:
+        if not isinstance(r, dict) or not {"workload", "strategy", "best_ms"} <= set(r):
+            raise DcocError("not a benchmark row (needs workload, strategy and best_ms): "
+                            f"{json.dumps(r)[:80]}")
     return rows
 
 
@@ -496,10 +500,11 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="append rows as JSON lines to this file")
     ap.add_argument("--work-dir", default=None, help="keep work directories here")
     ap.add_argument("--summarize", nargs="+", metavar="FILE", default=None,
-                    help="run nothing: print the read-out of earlier --out files (targets vs "
+                    help="run nothing: print the read-out of earlier --out files (ratios vs "
                          "--ref, DCOC variants vs dcoc with Wilcoxon p, and per-group ratios)")
     ap.add_argument("--ref", default="evolutionary",
-                    help="reference strategy of the ratios and the target check")
+                    help="with --summarize: the reference strategy of the ratios (the issue-13 "
+                         "target check is printed only against evolutionary)")
     args = ap.parse_args(argv)
     if args.summarize:
         from dcoc.errors import DcocError

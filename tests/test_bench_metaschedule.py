@@ -51,3 +51,6 @@ def test_summarize_reads_out_files_without_running(tmp_path, capsys):
     assert "Per group, dcoc:program_rerank=0 (A) vs dcoc (B)" in out
     assert main(["--summarize", str(tmp_path / "missing.jsonl")]) == 2
     assert "cannot read benchmark rows" in capsys.readouterr().err
+    (tmp_path / "other.jsonl").write_text('{"a": 1}\n')
+    assert main(["--summarize", str(tmp_path / "other.jsonl")]) == 2
+    assert "not a benchmark row" in capsys.readouterr().err
