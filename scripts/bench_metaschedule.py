@@ -376,17 +376,24 @@ def summarize(rows: list[dict], ref: str = "evolutionary") -> str:
     return "\n".join(lines)
 
 
+def _model_runs(rows: list[dict]) -> dict:
+    """Whole-model rows as {budget: {strategy: {(model, seed): row}}} (ONNX Runtime's out):
+    the pairing behind every model read-out."""
+    per: dict = {}
+    for r in rows:
+        w = ALIASES.get(r.get("workload"), r.get("workload"))
+        if w in MODELS and r.get("strategy") != "onnxruntime":
+            per.setdefault(r["budget"], {}).setdefault(r["strategy"], {})[(w, r["seed"])] = r
+    return per
+
+
 def model_targets(rows: list[dict], ref: str = "evolutionary", target_lat: float = 0.95,
                   target_time: float = 0.5) -> list[str]:
     """Per budget and strategy, over every (model, seed): geomean latency and tuning-time
     ratios vs ``ref``, a paired Wilcoxon test of the latencies, and the issue-13 target."""
     from dcoc.stats import fmt_p, paired_test
 
-    per: dict = {}
-    for r in rows:
-        w = ALIASES.get(r.get("workload"), r.get("workload"))
-        if w in MODELS and r.get("strategy") != "onnxruntime":
-            per.setdefault(r["budget"], {}).setdefault(r["strategy"], {})[(w, r["seed"])] = r
+    per = _model_runs(rows)
     if not per:
         return []
     out = ["", f"Whole models, every (model, seed) pair, vs {ref} (geomean ratio; Wilcoxon "
@@ -416,11 +423,7 @@ def model_ablations(rows: list[dict], ref: str = "dcoc") -> list[str]:
     (model, seed) pairs: geomean latency ratio and a paired Wilcoxon test, per budget."""
     from dcoc.stats import fmt_p, paired_test
 
-    per: dict = {}
-    for r in rows:
-        w = ALIASES.get(r.get("workload"), r.get("workload"))
-        if w in MODELS and r.get("strategy") != "onnxruntime":
-            per.setdefault(r["budget"], {}).setdefault(r["strategy"], {})[(w, r["seed"])] = r
+    per = _model_runs(rows)
     out = []
     for b in sorted(per):
         refs = per[b].get(ref, {})
@@ -443,17 +446,15 @@ def model_ablations(rows: list[dict], ref: str = "dcoc") -> list[str]:
 def model_pairs(rows: list[dict], strategy: str, ref: str = "dcoc") -> list[str]:
     """One line per (model, budget, seed) run by both ``strategy`` and ``ref``: both
     latencies, tuning times and the latency ratio (the groups behind the geomeans)."""
-    per: dict = {}
-    for r in rows:
-        w = ALIASES.get(r.get("workload"), r.get("workload"))
-        if w in MODELS and r.get("strategy") in (strategy, ref):
-            per.setdefault((w, r["budget"], r["seed"]), {})[r["strategy"]] = r
-    out = []
-    for (w, b, seed), g in sorted(per.items()):
-        if strategy in g and ref in g:
-            a, r = g[strategy], g[ref]
-            out.append(f"| {w} | {b} | {seed} | {r['best_ms']:.4f} | {a['best_ms']:.4f} | "
-                       f"{a['best_ms'] / r['best_ms']:.3f} | {r['tune_s']:.0f} / {a['tune_s']:.0f} |")
+    groups = {}
+    for b, per in _model_runs(rows).items():
+        rs, refs = per.get(strategy, {}), per.get(ref, {})
+        for w, seed in rs:
+            if (w, seed) in refs:
+                groups[(w, b, seed)] = rs[(w, seed)], refs[(w, seed)]
+    out = [f"| {w} | {b} | {seed} | {r['best_ms']:.4f} | {a['best_ms']:.4f} | "
+           f"{a['best_ms'] / r['best_ms']:.3f} | {r['tune_s']:.0f} / {a['tune_s']:.0f} |"
+           for (w, b, seed), (a, r) in sorted(groups.items())]
     if out:
         out = ["", f"Per group, {strategy} (A) vs {ref} (B):", "",
                "| model | budget | seed | B ms | A ms | A / B | tuning s (B / A) |",
