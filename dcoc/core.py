@@ -53,6 +53,7 @@ from dcoc.sampling import ConfidenceConfig, confidence_select
 
 PROPOSERS = ("agents", "surrogate", "both")
 SELECTS = ("confidence", "topk")
+PROGRAM_MODELS = ("sum-max", "per-store")
 #: the cold-task setting (docs/method.md §13): DCOCConfig fields a MetaSchedule run with few
 #: trials per task switches on (``DCOCConfig.cold_below``); values fixed in session 16
 #: (00be209), on by default below 32 trials per task since session 18
@@ -205,6 +206,10 @@ class DCOCConfig:
                                   # whose many tasks get a few trials each (method.md §13)
     program_share: bool = True    # learn also from the other tasks' pooled rows (one model per
                                   # run, as MetaSchedule's cost model); False: own rows only
+    program_model: str = "sum-max"  # the program-feature model: the knob ensemble on [knob | sum
+                                  # and max over stores] (sum-max), or MetaSchedule's pack-sum
+                                  # XGBoost on per-store rows, a program's score the sum of its
+                                  # rows' (per-store; dcoc.costmodel.PackSumModel, method.md §13)
     program_evolve: int = 0       # cold tasks: generations of one-knob mutations of the pooled
                                   # model's best candidates (1/8 of them, 4 mutants each), the
                                   # best program_cold x n of all kept (EvolutionarySearch's
@@ -223,8 +228,21 @@ class DCOCConfig:
 
         if self.proposer is not None and self.proposer not in PROPOSERS:
             raise DcocError(f"unknown DCOC proposer '{self.proposer}'; choose one of {', '.join(PROPOSERS)}")
+        if self.program_model not in PROGRAM_MODELS:
+            raise DcocError(f"unknown DCOC program_model '{self.program_model}'; choose one of "
+                            f"{', '.join(PROGRAM_MODELS)}")
         if self.select is not None and self.select not in SELECTS:
             raise DcocError(f"unknown DCOC selection '{self.select}'; choose one of {', '.join(SELECTS)}")
+
+
+def program_ensemble(cfg: DCOCConfig, seed: int):
+    """The program-feature cost model: :func:`ensemble` on the sum/max features, or
+    MetaSchedule's pack-sum XGBoost on per-store rows (``program_model = "per-store"``)."""
+    if cfg.program_model == "per-store":
+        from dcoc.costmodel import PackSumModel
+
+        return PackSumModel(n_models=cfg.n_models, seed=seed)
+    return ensemble(cfg, seed)
 
 
 def ensemble(cfg: DCOCConfig, seed: int):

@@ -233,3 +233,117 @@ class XGBCostModel:
     def __repr__(self) -> str:
         return (f"XGBCostModel(loss={self.loss!r}, n_models={self.n_models}, seed={self.seed}, "
                 f"fitted={self.fitted}, n_samples={self.n_samples})")
+
+
+_PACKSUM_PARAMS = {  # MetaSchedule's XGBConfig (tvm.s_tir.meta_schedule.cost_model.XGBConfig)
+    "max_depth": 10,
+    "gamma": 0.001,
+    "min_child_weight": 0,
+    "eta": 0.2,
+    "tree_method": "hist",
+    "base_score": 0.0,    # a program's score is the sum over its rows: no per-row offset
+    "verbosity": 0,
+    "disable_default_eval_metric": 1,
+}
+
+
+class PackSumModel:
+    """MetaSchedule's cost model as a bootstrap ensemble: a sample is a *set* of rows.
+
+    A sample (one program) is ``[rows, f]`` -- MetaSchedule's per-store features, one row
+    per buffer store -- and its score is the **sum** of the booster's per-row outputs
+    (MetaSchedule's "pack-sum" XGBoost: ``cost_model/xgb_model.py``).  As there: squared
+    error on that sum, every row weighted by its sample's score (failed programs, score 0,
+    carry no weight), ``max_depth 10, gamma 0.001, min_child_weight 0, eta 0.2``, up to
+    ``num_boost_round`` rounds with early stopping when the training p-rmse has not improved
+    for ``early_stopping_rounds``.  Unlike MetaSchedule: ``base_score`` 0 (so the number of
+    stores adds nothing by itself), ``n_models`` bootstrap members over samples for a spread
+    (the interface of :class:`XGBCostModel`: ``fit``, ``predict_with_uncertainty``,
+    ``fitted``), and ``nthread`` 1 with seeds from ``seed``, so fits are deterministic.
+    Scores are normalized by their maximum, as in :class:`XGBCostModel`.
+    """
+
+    def __init__(self, n_models: int = 1, seed: int = 0, nthread: int = 1,
+                 num_boost_round: int = 10000, early_stopping_rounds: int = 50):
+        if n_models < 1:
+            raise ValueError("n_models must be >= 1")
+        self.n_models = int(n_models)
+        self.seed = int(seed)
+        self.nthread = int(nthread)
+        self.num_boost_round = int(num_boost_round)
+        self.early_stopping_rounds = int(early_stopping_rounds)
+        self.boosters: list = []
+        self._n_fits = 0
+
+    @property
+    def fitted(self) -> bool:
+        return bool(self.boosters)
+
+    @staticmethod
+    def _pack(xs: list) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of all samples stacked, and each row's sample index."""
+        xs = [np.asarray(x, dtype=np.float32).reshape(len(x), -1) for x in xs]
+        ids = np.concatenate([np.full(len(x), i, np.int64) for i, x in enumerate(xs)])
+        return np.concatenate(xs), ids
+
+    def fit(self, xs: list, y) -> "PackSumModel":
+        """Fit on samples ``xs`` (a list of ``[rows_i, f]`` arrays, rows_i >= 1) and
+        higher-is-better scores ``y`` (non-finite or negative: failures, 0)."""
+        import xgboost as xgb
+
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        if len(xs) != len(y) or not len(y):
+            raise ValueError(f"need as many samples as scores (> 0); got {len(xs)} and {len(y)}")
+        if any(len(x) == 0 for x in xs):
+            raise ValueError("every sample needs at least one row")
+        y = np.where(np.isfinite(y) & (y > 0), y, 0.0)
+        y = y / max(float(y.max()), 1e-8)
+        self.boosters = []
+        for m in range(self.n_models):
+            if self.n_models == 1:
+                idx = np.arange(len(y))
+            else:
+                rng = np.random.default_rng(child_seed(self.seed, "packsum-bootstrap", m, self._n_fits))
+                idx = np.sort(rng.integers(0, len(y), len(y)))
+            X, ids = self._pack([xs[i] for i in idx])
+            ys = y[idx]
+            label = ys[ids].astype(np.float32)
+            dtrain = xgb.DMatrix(X, label, weight=label, nthread=self.nthread)
+
+            def sums(pred, ids=ids, n=len(idx)):
+                return np.bincount(ids, weights=pred, minlength=n)[ids]
+
+            def obj(pred, _d, ids=ids, label=label):
+                g = sums(pred) - label
+                return g * label, label.astype(np.float64)
+
+            def p_rmse(pred, _d, label=label):
+                return "p-rmse", float(np.sqrt(np.mean(np.square(sums(pred) - label))))
+
+            params = {**_PACKSUM_PARAMS, "nthread": self.nthread, "seed": child_seed(self.seed, "packsum", m)}
+            bst = xgb.train(params, dtrain, num_boost_round=self.num_boost_round, obj=obj,
+                            evals=[(dtrain, "tr")], custom_metric=p_rmse,
+                            early_stopping_rounds=self.early_stopping_rounds, verbose_eval=False)
+            best = getattr(bst, "best_iteration", None)
+            if best is not None and best + 1 < bst.num_boosted_rounds():
+                bst = bst[: best + 1]
+            self.boosters.append(bst)
+        self._n_fits += 1
+        return self
+
+    def predict_with_uncertainty(self, xs: list) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean, std)`` over the members of each sample's summed score, shape (n,)."""
+        if not self.fitted:
+            raise RuntimeError("PackSumModel.predict called before fit")
+        if not len(xs):
+            return np.zeros(0), np.zeros(0)
+        X, ids = self._pack(xs)
+        preds = np.stack([np.bincount(ids, weights=np.asarray(b.inplace_predict(X), np.float64),
+                                      minlength=len(xs)) for b in self.boosters])
+        return preds.mean(axis=0), preds.std(axis=0)
+
+    def predict(self, xs: list) -> np.ndarray:
+        return self.predict_with_uncertainty(xs)[0]
+
+    def __repr__(self) -> str:
+        return f"PackSumModel(n_models={self.n_models}, seed={self.seed}, fitted={self.fitted})"

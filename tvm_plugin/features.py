@@ -4,7 +4,9 @@ A point of a :class:`~tvm_plugin.space.TraceSpace` is replayed into a postproces
 schedule (:meth:`TraceSpace.apply`), MetaSchedule's ``PerStoreFeature`` extractor (the one
 its XGBoost cost model learns on) gives one 164-wide row per buffer store, and the rows
 are aggregated into a fixed-width vector -- the sum and the maximum over stores -- so that
-every task, whatever its number of stores, lives in the same feature space.
+every task, whatever its number of stores, lives in the same feature space.  The rows
+themselves are available too (:meth:`MSProgramFeatures.with_stores`), for a model that
+learns on them as MetaSchedule's does (``DCOCConfig.program_model = "per-store"``).
 
 Replaying and extracting costs about 20 ms per point on a 2-core machine, so the DCOC
 tuner asks for program features only for the few candidates a round re-ranks
@@ -42,25 +44,36 @@ class MSProgramFeatures:
         if not self.dim:
             raise ValueError(f"task '{tspace.task_name}': the default schedule gives no program features")
 
-    def _extract(self, schs) -> np.ndarray:
+    def _stores(self, schs) -> list[np.ndarray]:
+        """One ``[stores, 164]`` array per schedule (one zero row if it has no store)."""
         from tvm.s_tir import meta_schedule as ms
 
         cands = [ms.MeasureCandidate(s, ms.arg_info.ArgInfo.from_prim_func(s.mod["main"]))
                  for s in schs]
-        rows = []
+        out = []
         for f in self.extractor.extract_from(self.ctx, cands):
             a = np.asarray(f.numpy(), dtype=np.float32)
             if a.ndim != 2 or not len(a):
                 a = np.zeros((1, a.shape[-1] if a.ndim == 2 else 164), np.float32)
-            rows.append(np.concatenate([a.sum(axis=0), a.max(axis=0)]))
-        return np.stack(rows)
+            out.append(a)
+        return out
+
+    def _extract(self, schs) -> np.ndarray:
+        return np.stack([np.concatenate([a.sum(axis=0), a.max(axis=0)]) for a in self._stores(schs)])
 
     def __call__(self, points) -> np.ndarray:
+        return self.with_stores(points)[0]
+
+    def with_stores(self, points) -> tuple[np.ndarray, list[np.ndarray]]:
+        """``(features [n, dim], per-store rows)``: the aggregated features and each point's
+        ``[stores, 164]`` rows (``[0, 164]`` where it does not build), from one extraction
+        (``DCOCConfig.program_model = "per-store"`` learns on the rows)."""
         import time
 
         t0 = time.perf_counter()
         space = self.ts.space
         out = np.full((len(points), self.dim), np.nan, np.float32)
+        stores = [np.zeros((0, self.dim // 2), np.float32) for _ in range(len(points))]
         schs, where = [], []
         for i, p in enumerate(np.asarray(points, dtype=np.int64)):
             cfg = space.config(tuple(int(x) for x in p))
@@ -71,10 +84,13 @@ class MSProgramFeatures:
             schs.append(sch)
             where.append(i)
         if schs:
-            out[where] = self._extract(schs)
+            rows = self._stores(schs)
+            out[where] = np.stack([np.concatenate([a.sum(axis=0), a.max(axis=0)]) for a in rows])
+            for i, a in zip(where, rows):
+                stores[i] = a
         self.seconds += time.perf_counter() - t0
         self.n_points += len(points)
-        return out
+        return out, stores
 
     def _remember(self, key, sch) -> None:
         self._sch[key] = sch

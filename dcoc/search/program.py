@@ -38,6 +38,9 @@ class ProgramFeatures(Protocol):
     def __call__(self, points: np.ndarray) -> np.ndarray:
         """``[n, dim]`` float32 features of int points ``[n, n_knobs]`` (NaN: does not build)."""
 
+    # optional, for DCOCConfig.program_model = "per-store":
+    # with_stores(points) -> (features [n, dim], [rows_i x f] arrays, rows_i = 0: does not build)
+
 
 class SharedPool:
     """Measured rows of several tasks in program-feature space, shared by their tuners.
@@ -50,10 +53,18 @@ class SharedPool:
         self.max_rows = int(max_rows)
         self._rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
-    def put(self, task: str, X: np.ndarray, y: np.ndarray) -> None:
-        """Replace ``task``'s rows: program features ``X [n, dim]`` and normalized ``y [n]``."""
-        X = np.asarray(X, dtype=np.float32)
+    def put(self, task: str, X, y: np.ndarray) -> None:
+        """Replace ``task``'s rows: program features ``X [n, dim]`` and normalized ``y [n]``.
+
+        ``X`` may instead be a list of ``n`` per-store arrays ``[stores_i, f]``
+        (``ProgramFeatures.with_stores``); samples that do not build (non-finite or no
+        rows) are dropped either way, and :meth:`others` returns the kind it was given."""
         y = np.asarray(y, dtype=np.float64).reshape(-1)
+        if isinstance(X, list):
+            ok = [i for i, x in enumerate(X) if len(x) and np.isfinite(x).all()]
+            self._rows[str(task)] = ([np.asarray(X[i], np.float32) for i in ok], y[ok])
+            return
+        X = np.asarray(X, dtype=np.float32)
         ok = np.isfinite(X).all(axis=1) if len(X) else np.zeros(0, bool)
         self._rows[str(task)] = (X[ok], y[ok])
 
@@ -69,6 +80,8 @@ class SharedPool:
         if not parts:
             return None
         share = max(1, self.max_rows // len(parts))
+        if isinstance(parts[0][0], list):
+            return [x for X, _ in parts for x in X[-share:]], np.concatenate([y[-share:] for _, y in parts])
         X = np.concatenate([X[-share:] for X, _ in parts])
         y = np.concatenate([y[-share:] for _, y in parts])
         return X, y

@@ -29,7 +29,7 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
-from dcoc.core import COLD_SETTING, DCOCConfig, DCOCCore, Problem, ensemble
+from dcoc.core import COLD_SETTING, DCOCConfig, DCOCCore, Problem, ensemble, program_ensemble
 from dcoc.seeding import child_seed
 from dcoc.tuners.base import Tuner
 
@@ -62,6 +62,7 @@ class TaskProblem(Problem):
         self.pool_key = tuner.task.name
         self.prog_model = None
         self._pfeat: dict = {}
+        self._pstore: dict = {}           # per-store rows (program_model = "per-store")
         self._prog_fit_key = None         # (own rows, pooled rows) at the last program refit
 
     # ------------------------------------------------------------------ program features
@@ -73,25 +74,40 @@ class TaskProblem(Problem):
         self.pool = pool
         if key is not None:
             self.pool_key = str(key)
-        self.prog_model = ensemble(self.t.cfg, child_seed(self.t.seed, "dcoc", "program-model"))
+        self.prog_model = program_ensemble(self.t.cfg, child_seed(self.t.seed, "dcoc", "program-model"))
         self._pfeat = {}
+        self._pstore = {}
         self._prog_fit_key = None
 
     @property
     def program_on(self) -> bool:
         return self.program is not None and self.t.cfg.program_rerank > 0
 
+    @property
+    def per_store(self) -> bool:
+        return self.t.cfg.program_model == "per-store"
+
     def program_features(self, points) -> np.ndarray:
-        """Program features of points (cached per point)."""
+        """Program features of points (cached per point; per-store rows too when used)."""
         pts = [tuple(int(x) for x in p) for p in points]
         todo = [p for p in dict.fromkeys(pts) if p not in self._pfeat]
         if todo:
-            F = np.asarray(self.program(np.array(todo, dtype=np.int64)), dtype=np.float32)
-            for p, f in zip(todo, F):
+            arr = np.array(todo, dtype=np.int64)
+            if self.per_store:
+                F, rows = self.program.with_stores(arr)
+                self._pstore.update(zip(todo, rows))
+            else:
+                F = self.program(arr)
+            for p, f in zip(todo, np.asarray(F, dtype=np.float32)):
                 self._pfeat[p] = f
         if not pts:
             return np.zeros((0, int(self.program.dim)), np.float32)
         return np.stack([self._pfeat[p] for p in pts])
+
+    def program_stores(self, points) -> list:
+        """Per-store rows of points (``[0, f]`` where a point does not build)."""
+        self.program_features(points)
+        return [self._pstore[tuple(int(x) for x in p)] for p in points]
 
     def _joint_features(self, points) -> np.ndarray:
         pts = np.asarray(points, dtype=np.int64).reshape(-1, len(self.dims))
@@ -111,8 +127,8 @@ class TaskProblem(Problem):
         """Put own measurements (program features, throughput / own best) in the pool."""
         best = max(self.thr) if self.thr else 0.0
         if self.pool is not None and self.program_on and best > 0:
-            self.pool.put(self.pool_key, self.program_features(self.points),
-                          np.array(self.thr) / best)
+            X = self.program_stores(self.points) if self.per_store else self.program_features(self.points)
+            self.pool.put(self.pool_key, X, np.array(self.thr) / best)
 
     def _refit_program(self) -> None:
         """Fit the program-feature ensemble on own rows ([knob | program]) and the other
@@ -121,6 +137,8 @@ class TaskProblem(Problem):
         key = (len(self.points), self.pooled_rows())
         if key == self._prog_fit_key:
             return
+        if self.per_store:
+            return self._refit_per_store(key)
         Xs, ys = [], []
         if self.points and self._best > 0:
             Xs.append(self._joint_features(self.points))
@@ -134,6 +152,24 @@ class TaskProblem(Problem):
         if not ys or max(float(np.max(y)) for y in ys) <= 0:
             return
         self.prog_model.fit(np.concatenate(Xs), np.concatenate(ys))
+        self._prog_fit_key = key
+
+    def _refit_per_store(self, key) -> None:
+        """program_model = "per-store": the pack-sum model on per-store rows only (own
+        measurements and the other tasks' pooled ones alike; no knob columns)."""
+        xs, ys = [], []
+        if self.points and self._best > 0:
+            for x, v in zip(self.program_stores(self.points), self.thr):
+                if len(x):
+                    xs.append(x)
+                    ys.append(v / self._best)
+        other = self.pool.others(self.pool_key) if self.pool is not None else None
+        if other is not None:
+            xs += list(other[0])
+            ys += list(other[1])
+        if not ys or max(ys) <= 0:
+            return
+        self.prog_model.fit(xs, np.array(ys))
         self._prog_fit_key = key
 
     # ------------------------------------------------------------------ data
@@ -289,6 +325,13 @@ class TaskProblem(Problem):
         return None
 
     def predict(self, items):
+        if self.program_on and self.prog_model.fitted and self.per_store:
+            rows = self.program_stores(items)
+            bad = np.array([len(x) == 0 for x in rows], bool)  # does not build
+            mu, sd = self.prog_model.predict_with_uncertainty(
+                [x if len(x) else np.zeros((1, x.shape[1]), np.float32) for x in rows])
+            mu[bad], sd[bad] = -1.0, 0.0
+            return mu, sd
         if self.program_on and self.prog_model.fitted:
             X = self._joint_features(items)
             mu, sd = self.prog_model.predict_with_uncertainty(X)

@@ -167,3 +167,52 @@ def test_program_evolve_climbs_the_pooled_model_on_a_cold_task():
         mean_cost[gens] = float(np.mean(costs))
     assert calls[3] > calls[0]                 # the mutants were featurized and scored
     assert mean_cost[3] < 0.5 * mean_cost[0], mean_cost
+
+
+class StoreProgram(Program):
+    """Program with per-store rows too: one row per "store" (x's, y's), as MSProgramFeatures."""
+
+    def with_stores(self, points):
+        F = self(points)
+        return F, [np.array([[x, 0, 1], [0, y, 2]], np.float32) for x, y in F]
+
+
+def test_pool_keeps_per_store_rows_as_lists():
+    pool = SharedPool(max_rows=4)
+    pool.put("a", [np.ones((2, 3)), np.zeros((0, 3)), np.full((1, 3), np.nan), np.ones((3, 3))],
+             [0.5, 0.1, 0.2, 1.0])
+    X, y = pool.others("b")
+    assert isinstance(X, list) and [len(x) for x in X] == [2, 3] and list(y) == [0.5, 1.0]
+
+
+def test_per_store_program_model_ranks_a_cold_task_from_the_pool():
+    """program_model = "per-store": the pooled model is the pack-sum model on per-store rows
+    (PackSumModel); a cold task's first batch, ranked by it, beats a random warm-up."""
+    from dcoc.costmodel import PackSumModel
+
+    pool = SharedPool()
+    a = _task("a", "ab")
+    ta = create("dcoc", a, seed=0, config=DCOCConfig(program_rerank=4, program_model="per-store"))
+    ta.problem.set_program(StoreProgram(a.space), pool, key="a")
+    ta.tune(48, FunctionMeasurer(_cost))
+    X, y = pool.others("b")
+    assert isinstance(X, list) and len(y) == 48 and X[0].shape == (2, 3)
+
+    costs = []
+    for seed in range(3):
+        b = _task("b", "vu")
+        t = create("dcoc", b, seed=seed, config=DCOCConfig(
+            program_rerank=4, program_cold=16, program_model="per-store"))
+        t.problem.set_program(StoreProgram(b.space), pool, key="b")
+        costs += [_cost(None, c) for c in t.ask(8)]
+        assert isinstance(t.problem.prog_model, PackSumModel) and t.problem.prog_model.fitted
+    assert np.mean(costs) < 10.0, np.mean(costs)  # a random point costs ~50 on average
+
+
+def test_unknown_program_model_is_a_one_line_error():
+    import pytest
+
+    from dcoc.errors import DcocError
+
+    with pytest.raises(DcocError, match="program_model 'nope'.*sum-max, per-store"):
+        DCOCConfig(program_model="nope")

@@ -181,6 +181,11 @@ def test_dcoc_strategy_program_features_and_shared_pool(conv_task, builder, runn
     assert feats.dim == 2 * 164
     X = feats(np.zeros((1, len(strat.tspace.space.knobs)), np.int64))
     assert X.shape == (1, feats.dim)
+    X2, rows = feats.with_stores(np.zeros((1, len(strat.tspace.space.knobs)), np.int64))
+    # the per-store rows (program_model = "per-store") are what the sum / max aggregate
+    assert rows[0].ndim == 2 and rows[0].shape[1] == 164 and len(rows[0]) >= 1
+    assert np.allclose(X2[0], np.concatenate([rows[0].sum(axis=0), rows[0].max(axis=0)]))
+    assert np.array_equal(X2, X)
 
     # a second task of the same run (clones share the state) skips the random warm-up
     other = DCOCSearchStrategy(seed=0, state=strat.state,
