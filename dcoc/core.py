@@ -214,6 +214,13 @@ class DCOCConfig:
                                   # model's best candidates (1/8 of them, 4 mutants each), the
                                   # best program_cold x n of all kept (EvolutionarySearch's
                                   # evolution under its cost model); 0: off
+    replan: bool = False          # plan every batch with the data at hand: what an earlier batch
+                                  # left of its plan (random warm-up points or proposals; a plan
+                                  # holds max(plan_size, batch) points) is dropped. MetaSchedule
+                                  # asks for batches of 2-16 and generates every task's first
+                                  # batch before any result, so without it a task's whole warm-up
+                                  # sample (n_init, planned while the shared pool was empty) is
+                                  # measured in its next batches too (method.md §13, session 21)
     cold_below: int = 32          # MetaSchedule: a run whose budget per task (total trials / tasks)
                                   # is below this turns COLD_SETTING on (where program_rerank is
                                   # 0), as on MobileNetV2 / ResNet-18 (8-13 trials per task):

@@ -398,6 +398,8 @@ class DCOCTuner(Tuner):
 
     # ------------------------------------------------------------ Tuner API
     def next_batch(self, batch_size):
+        if self.cfg.replan:  # plan this batch with the data at hand: drop an earlier plan's rest
+            self.plan = []
         out: list[dict] = []
         n_meas = self.problem.n_measured
         planned_at = None

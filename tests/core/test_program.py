@@ -216,3 +216,27 @@ def test_unknown_program_model_is_a_one_line_error():
 
     with pytest.raises(DcocError, match="program_model 'nope'.*sum-max, per-store"):
         DCOCConfig(program_model="nope")
+
+
+def test_replan_drops_a_stale_warm_up_once_the_pool_can_rank():
+    """MetaSchedule asks every task for its first (small) batch before any result: with
+    the pool still empty the task plans its whole random warm-up (n_init = 8) and, without
+    ``replan``, its next batches are the rest of that plan even after the pool filled up.
+    With ``replan`` the second batch is planned afresh, by the pooled program model."""
+    full = _pool_after_task_a()
+    second = {}
+    for replan in (False, True):
+        pool = SharedPool()
+        b = _task("b", "vu")
+        t = create("dcoc", b, seed=0, config=DCOCConfig(program_rerank=4, program_cold=16,
+                                                        replan=replan))
+        t.problem.set_program(Program(b.space), pool, key="b")
+        first = t.ask(3)                                   # empty pool: random warm-up
+        assert t.problem.n_init() == 8 and t.core.rounds == 0
+        t.tell(first, FunctionMeasurer(_cost).measure(b, first))
+        X, y = full.others("b")
+        pool.put("a", X, y)                                # the other task's results arrive
+        batch = t.ask(3)
+        second[replan] = (t.core.rounds, np.mean([_cost(None, c) for c in batch]))
+    assert second[False][0] == 0                           # still the stale warm-up plan
+    assert second[True][0] == 1 and second[True][1] < 0.5 * second[False][1], second  # by the pool
