@@ -68,6 +68,23 @@ def average_recall(preds: np.ndarray, labels: np.ndarray, n: int) -> float:
     return float(curve.sum() / n)
 
 
+def _bootstrap(n: int, n_models: int, seed: int, tag: str, m: int, fit_no: int) -> np.ndarray:
+    """Sample indices of ensemble member ``m``: all ``n`` for a single model, else a sorted
+    bootstrap resample drawn with ``child_rng(seed, tag, m, fit_no)``."""
+    if n_models == 1:
+        return np.arange(n)
+    rng = np.random.default_rng(child_seed(seed, tag, m, fit_no))
+    return np.sort(rng.integers(0, n, n))
+
+
+def _to_best(bst):
+    """``bst`` cut after its early-stopping best iteration (xgboost keeps the extra rounds)."""
+    best = getattr(bst, "best_iteration", None)
+    if best is not None and best + 1 < bst.num_boosted_rounds():
+        return bst[: best + 1]
+    return bst
+
+
 class XGBCostModel:
     """XGBoost cost model with an optional bootstrap ensemble for uncertainty.
 
@@ -145,11 +162,7 @@ class XGBCostModel:
         margin = self._base_margin(X)
         self.boosters = []
         for m in range(self.n_models):
-            if self.n_models == 1:
-                idx = np.arange(len(y))
-            else:
-                rng = np.random.default_rng(child_seed(self.seed, "bootstrap", m, self._n_fits))
-                idx = np.sort(rng.integers(0, len(y), len(y)))
+            idx = _bootstrap(len(y), self.n_models, self.seed, "bootstrap", m, self._n_fits)
             dtrain = xgb.DMatrix(X[idx], y_norm[idx], nthread=self.nthread)
             if margin is not None:
                 dtrain.set_base_margin(margin[idx])
@@ -170,10 +183,7 @@ class XGBCostModel:
                         evals=[(dtrain, "tr")], custom_metric=a_recall,
                         early_stopping_rounds=int(self.early_stopping_rounds), maximize=True,
                         verbose_eval=False)
-        best = getattr(bst, "best_iteration", None)
-        if best is not None and best + 1 < bst.num_boosted_rounds():
-            bst = bst[: best + 1]
-        return bst
+        return _to_best(bst)
 
     def update(self, X_new, y_new) -> "XGBCostModel":
         """Append ``(X_new, y_new)`` to the training data and refit."""
@@ -300,11 +310,7 @@ class PackSumModel:
         y = y / max(float(y.max()), 1e-8)
         self.boosters = []
         for m in range(self.n_models):
-            if self.n_models == 1:
-                idx = np.arange(len(y))
-            else:
-                rng = np.random.default_rng(child_seed(self.seed, "packsum-bootstrap", m, self._n_fits))
-                idx = np.sort(rng.integers(0, len(y), len(y)))
+            idx = _bootstrap(len(y), self.n_models, self.seed, "packsum-bootstrap", m, self._n_fits)
             X, ids = self._pack([xs[i] for i in idx])
             ys = y[idx]
             label = ys[ids].astype(np.float32)
@@ -313,7 +319,7 @@ class PackSumModel:
             def sums(pred, ids=ids, n=len(idx)):
                 return np.bincount(ids, weights=pred, minlength=n)[ids]
 
-            def obj(pred, _d, ids=ids, label=label):
+            def obj(pred, _d, label=label):
                 g = sums(pred) - label
                 return g * label, label.astype(np.float64)
 
@@ -324,10 +330,7 @@ class PackSumModel:
             bst = xgb.train(params, dtrain, num_boost_round=self.num_boost_round, obj=obj,
                             evals=[(dtrain, "tr")], custom_metric=p_rmse,
                             early_stopping_rounds=self.early_stopping_rounds, verbose_eval=False)
-            best = getattr(bst, "best_iteration", None)
-            if best is not None and best + 1 < bst.num_boosted_rounds():
-                bst = bst[: best + 1]
-            self.boosters.append(bst)
+            self.boosters.append(_to_best(bst))
         self._n_fits += 1
         return self
 
