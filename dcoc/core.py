@@ -57,6 +57,8 @@ PROGRAM_MODELS = ("sum-max", "per-store")
 #: the cold-task setting (docs/method.md §13): DCOCConfig fields a MetaSchedule run with few
 #: trials per task switches on (``DCOCConfig.cold_below``); values fixed in session 16
 #: (00be209), on by default below 32 trials per task since session 18
+REPLAN = (False, True, "warmup")
+
 COLD_SETTING = {"program_rerank": 4, "program_cold": 64, "program_cold_until": 32}
 
 
@@ -214,13 +216,16 @@ class DCOCConfig:
                                   # model's best candidates (1/8 of them, 4 mutants each), the
                                   # best program_cold x n of all kept (EvolutionarySearch's
                                   # evolution under its cost model); 0: off
-    replan: bool = False          # plan every batch with the data at hand: what an earlier batch
-                                  # left of its plan (random warm-up points or proposals; a plan
-                                  # holds max(plan_size, batch) points) is dropped. MetaSchedule
+    replan: bool | str = False    # plan every batch with the data at hand (True): what an earlier
+                                  # batch left of its plan (random warm-up points or proposals; a
+                                  # plan holds max(plan_size, batch) points) is dropped. MetaSchedule
                                   # asks for batches of 2-16 and generates every task's first
                                   # batch before any result, so without it a task's whole warm-up
                                   # sample (n_init, planned while the shared pool was empty) is
-                                  # measured in its next batches too (method.md §13, session 21)
+                                  # measured in its next batches too (method.md §13, session 21).
+                                  # "warmup": drop only a stale warm-up plan, once the task's
+                                  # warm-up is no longer needed (the pool can rank: n_init() fell
+                                  # to what it has measured); proposals are kept as planned
     cold_below: int = 32          # MetaSchedule: a run whose budget per task (total trials / tasks)
                                   # is below this turns COLD_SETTING on (where program_rerank is
                                   # 0), as on MobileNetV2 / ResNet-18 (8-13 trials per task):
@@ -235,6 +240,8 @@ class DCOCConfig:
 
         if self.proposer is not None and self.proposer not in PROPOSERS:
             raise DcocError(f"unknown DCOC proposer '{self.proposer}'; choose one of {', '.join(PROPOSERS)}")
+        if self.replan not in REPLAN:
+            raise DcocError(f"unknown DCOC replan '{self.replan}'; choose one of false, true, warmup")
         if self.program_model not in PROGRAM_MODELS:
             raise DcocError(f"unknown DCOC program_model '{self.program_model}'; choose one of "
                             f"{', '.join(PROGRAM_MODELS)}")

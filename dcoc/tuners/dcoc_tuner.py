@@ -367,6 +367,7 @@ class DCOCTuner(Tuner):
         self.core = DCOCCore(self.problem, self.cfg, self.rng,
                              agent_seed=lambda n: child_seed(self.seed, "dcoc", "agents"))
         self.plan: list[tuple] = []
+        self._plan_warmup = False  # the plan is random warm-up points (replan='warmup')
 
     # compatibility views
     @property
@@ -398,10 +399,12 @@ class DCOCTuner(Tuner):
 
     # ------------------------------------------------------------ Tuner API
     def next_batch(self, batch_size):
-        if self.cfg.replan:  # plan this batch with the data at hand: drop an earlier plan's rest
-            self.plan = []
-        out: list[dict] = []
         n_meas = self.problem.n_measured
+        if self.cfg.replan is True:  # plan this batch with the data at hand: drop an earlier plan's rest
+            self.plan = []
+        elif self.cfg.replan == "warmup" and self._plan_warmup and n_meas() >= self.problem.n_init():
+            self.plan = []  # a warm-up planned while the pool was empty, no longer needed
+        out: list[dict] = []
         planned_at = None
         while len(out) < batch_size:
             if not self.plan:
@@ -413,8 +416,10 @@ class DCOCTuner(Tuner):
                     k = n_init - n_meas() - len(out)
                     taken = {self.space.point(c) for c in out}
                     self.plan = self._warmup_points(k, taken)
+                    self._plan_warmup = True
                 else:
                     self.plan = self.core.propose(max(self.cfg.plan_size, batch_size - len(out)))
+                    self._plan_warmup = False
                 if not self.plan:
                     break
             p = self.plan.pop(0)

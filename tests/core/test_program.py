@@ -222,10 +222,11 @@ def test_replan_drops_a_stale_warm_up_once_the_pool_can_rank():
     """MetaSchedule asks every task for its first (small) batch before any result: with
     the pool still empty the task plans its whole random warm-up (n_init = 8) and, without
     ``replan``, its next batches are the rest of that plan even after the pool filled up.
-    With ``replan`` the second batch is planned afresh, by the pooled program model."""
+    With ``replan`` (True or "warmup") the second batch is planned afresh, by the pooled
+    program model; "warmup" then keeps that proposal plan for the third batch, True replans."""
     full = _pool_after_task_a()
-    second = {}
-    for replan in (False, True):
+    second, third = {}, {}
+    for replan in (False, True, "warmup"):
         pool = SharedPool()
         b = _task("b", "vu")
         t = create("dcoc", b, seed=0, config=DCOCConfig(program_rerank=4, program_cold=16,
@@ -238,5 +239,19 @@ def test_replan_drops_a_stale_warm_up_once_the_pool_can_rank():
         pool.put("a", X, y)                                # the other task's results arrive
         batch = t.ask(3)
         second[replan] = (t.core.rounds, np.mean([_cost(None, c) for c in batch]))
+        t.tell(batch, FunctionMeasurer(_cost).measure(b, batch))
+        t.ask(3)
+        third[replan] = t.core.rounds
     assert second[False][0] == 0                           # still the stale warm-up plan
-    assert second[True][0] == 1 and second[True][1] < 0.5 * second[False][1], second  # by the pool
+    for r in (True, "warmup"):
+        assert second[r][0] == 1 and second[r][1] < 0.5 * second[False][1], second  # by the pool
+    assert third == {False: 1, True: 2, "warmup": 1}, third  # "warmup" keeps its proposals
+
+
+def test_unknown_replan_is_a_one_line_error():
+    import pytest
+
+    from dcoc.errors import DcocError
+
+    with pytest.raises(DcocError, match="replan 'often'.*false, true, warmup"):
+        DCOCConfig(replan="often")
