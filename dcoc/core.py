@@ -54,11 +54,12 @@ from dcoc.sampling import ConfidenceConfig, confidence_select
 PROPOSERS = ("agents", "surrogate", "both")
 SELECTS = ("confidence", "topk")
 PROGRAM_MODELS = ("sum-max", "per-store")
+#: DCOCConfig.replan values (docs/method.md §13)
+REPLAN = (False, True, "warmup")
+
 #: the cold-task setting (docs/method.md §13): DCOCConfig fields a MetaSchedule run with few
 #: trials per task switches on (``DCOCConfig.cold_below``); values fixed in session 16
 #: (00be209), on by default below 32 trials per task since session 18
-REPLAN = (False, True, "warmup")
-
 COLD_SETTING = {"program_rerank": 4, "program_cold": 64, "program_cold_until": 32}
 
 
@@ -240,6 +241,8 @@ class DCOCConfig:
 
         if self.proposer is not None and self.proposer not in PROPOSERS:
             raise DcocError(f"unknown DCOC proposer '{self.proposer}'; choose one of {', '.join(PROPOSERS)}")
+        if isinstance(self.replan, (bool, int)) and self.replan in (0, 1):
+            self.replan = bool(self.replan)  # 0 / 1 from a spec or a config file
         if self.replan not in REPLAN:
             raise DcocError(f"unknown DCOC replan '{self.replan}'; choose one of false, true, warmup")
         if self.program_model not in PROGRAM_MODELS:
