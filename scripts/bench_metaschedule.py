@@ -306,7 +306,8 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
                                    **_tune_task(task, strat, cm, budget, seed, builder, runner,
                                                 wd, per_iter)}
                         group.append(row)
-                        shutil.rmtree(wd, ignore_errors=True)
+                        if not work_root:  # --work-dir: keep each run's database + result
+                            shutil.rmtree(wd, ignore_errors=True)
                     kernels = {r["strategy"]: r.pop("_kernel") for r in group if "_kernel" in r}
                     if kernels:
                         for r, (k, v) in zip(group, _remeasure_interleaved(kernels).items()):
@@ -499,7 +500,10 @@ def main(argv=None) -> int:
                     help="EvolutionarySearch population (default 512; 128 with --quick)")
     ap.add_argument("--quick", action="store_true", help="budget 16, seed 0 (a few minutes)")
     ap.add_argument("--out", default=None, help="append rows as JSON lines to this file")
-    ap.add_argument("--work-dir", default=None, help="keep work directories here")
+    ap.add_argument("--work-dir", default=None,
+                    help="keep every run's work directory (database, result.json, logs) here, "
+                         "one per (workload, budget, seed, strategy); read them with "
+                         "scripts.ms_task_gap")
     ap.add_argument("--summarize", nargs="+", metavar="FILE", default=None,
                     help="run nothing: print the read-out of earlier --out files (ratios vs "
                          "--ref, DCOC variants vs dcoc with Wilcoxon p, and per-group ratios)")

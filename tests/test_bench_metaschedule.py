@@ -54,3 +54,44 @@ def test_summarize_reads_out_files_without_running(tmp_path, capsys):
     (tmp_path / "other.jsonl").write_text('{"a": 1}\n')
     assert main(["--summarize", str(tmp_path / "other.jsonl")]) == 2
     assert "not a benchmark row" in capsys.readouterr().err
+
+
+def _work_dir(path, tasks):
+    """A kept work dir: result.json layers + a MetaSchedule JSON database (no TVM)."""
+    import json
+
+    path.mkdir()
+    layers, wl, recs, names = [], [], [], {}
+    for i, (name, weight, costs) in enumerate(tasks):
+        layers.append({"task": name, "weight": weight, "flop": 1e6})
+        wl.append(json.dumps([f"0x{i:x}", "mod"]))
+        names[f"0x{i:x}"] = name
+        for c in costs:
+            secs = [1e9] if c is None else [c, c]
+            recs.append(json.dumps([i, [{"trace": 0}, secs, {"kind": "llvm"}, []]]))
+    (path / "result.json").write_text(json.dumps({"layers": layers}))
+    (path / "database_workload.json").write_text("\n".join(wl) + "\n")
+    (path / "database_tuning_record.json").write_text("\n".join(recs) + "\n")
+    (path / "ms_tasks.json").write_text(json.dumps(names))
+    return str(path)
+
+
+def test_task_gap_weights_differences_and_scores_the_choices(tmp_path, capsys):
+    from scripts.ms_task_gap import gap_table, load_run, main
+
+    a = _work_dir(tmp_path / "a", [("conv", 2, [4e-3, 2e-3, 1e-3]), ("dw", 1, [5e-3, None])])
+    b = _work_dir(tmp_path / "b", [("conv", 2, [1e-3, 1.1e-3, 9e-4]), ("dw", 1, [6e-3])])
+    runs = {"a": load_run(a), "b": load_run(b)}
+    assert runs["a"]["dw"]["costs"] == [5e-3, None]
+    rows, totals = gap_table(runs, batch=1)
+    conv = next(r for r in rows if r["task"] == "conv")
+    assert conv["gap_ms"] == pytest.approx(2 * (0.9 - 1.0))      # weight x (b - a)
+    assert conv["near:b"] == pytest.approx(1.0) and conv["near:a"] == pytest.approx(1 / 3)
+    assert conv["first:a"] == pytest.approx(4e-3 / 9e-4)           # cold start vs best known
+    assert rows[0]["task"] == "dw"                  # largest |gap| first: 1 x (6 - 5) ms
+    assert totals["a"]["sum_ms"] == pytest.approx(2 * 1.0 + 5.0)
+    assert totals["b"]["trials"] == 4
+    assert main([a, b, "--labels", "a", "b"]) == 0
+    out = capsys.readouterr().out
+    assert "total weighted gap (b - a): +0.8000 ms" in out
+    assert main([a]) == 2
