@@ -13,7 +13,17 @@ total gap, plus two measures of how well a strategy chose what to measure:
 * ``first``: the best latency of the task's first batch divided by the task's final
   best over all strategies (how good the cold start was).
 
-    python -m scripts.ms_task_gap D/mobilenetv2_256_46_dcoc D/mobilenetv2_256_46_evolutionary
+    python -m scripts.ms_task_gap D/mobilenetv2_256_46_evolutionary D/mobilenetv2_256_46_dcoc
+
+``--pooled`` reads several (reference, other) pairs -- e.g. one per seed -- and pools their
+per-task ratios by operator class (the task name up to its shape: ``depthwise_conv2d``,
+``conv2d``, ``dense``, ...): per class the geomean of best_other / best_ref, how many tasks
+the other strategy won, and, for a chosen class (``--test-class``), a two-sided
+Mann-Whitney test of its log ratios against every other task's and an exact binomial test
+of its wins::
+
+    python -m scripts.ms_task_gap --pooled D/mobilenetv2_256_47_evolutionary \
+        D/mobilenetv2_256_47_dcoc D/mobilenetv2_256_48_evolutionary D/mobilenetv2_256_48_dcoc
 
 Only measured data: nothing is re-timed, so per-task numbers carry tuning-time noise (the
 benchmark's interleaved re-timing is for the compiled models, not per task).
@@ -80,6 +90,43 @@ def gap_table(runs: dict, batch: int = 3, near: float = 1.25) -> tuple[list[dict
     return rows, totals
 
 
+def op_class(task: str) -> str:
+    """``depthwise_conv2d_16x16_144x144_k3s1`` -> ``depthwise_conv2d``; ``mean`` -> ``mean``."""
+    parts = task.split("_")
+    keep = [p for p in parts if not (p[:1].isdigit() or p[:1] in "mnk" and p[1:2].isdigit())]
+    return "_".join(keep) or task
+
+
+def pooled(pairs: list[tuple[dict, dict]], test_class: str = "depthwise_conv2d") -> str:
+    """Per operator class over several (reference, other) runs: geomean ratio, wins, and
+    the tests of ``test_class`` against the rest."""
+    from scipy.stats import binomtest, mannwhitneyu
+
+    by: dict = {}
+    for ref, other in pairs:
+        for name in set(ref) & set(other):
+            a, b = _best(ref[name]["costs"]), _best(other[name]["costs"])
+            if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0:
+                by.setdefault(op_class(name), []).append(math.log(b / a))
+    out = ["| class | tasks x runs | geomean other/ref | other faster | slower |",
+           "|---|---|---|---|---|"]
+    for c, xs in sorted(by.items(), key=lambda kv: -len(kv[1])):
+        out.append(f"| {c} | {len(xs)} | {math.exp(statistics.mean(xs)):.3f} | "
+                   f"{sum(x < 0 for x in xs)} | {sum(x > 0 for x in xs)} |")
+    inside = by.get(test_class, [])
+    rest = [x for c, xs in by.items() if c != test_class for x in xs]
+    if inside and rest:
+        mw = mannwhitneyu(inside, rest, alternative="two-sided")
+        n = sum(x != 0 for x in inside)
+        bt = binomtest(sum(x > 0 for x in inside), n, 0.5) if n else None
+        out.append("")
+        out.append(f"{test_class} vs the other tasks: geomean {math.exp(statistics.mean(inside)):.3f}"
+                   f" vs {math.exp(statistics.mean(rest)):.3f}, Mann-Whitney p = {mw.pvalue:.3g}; "
+                   f"other slower on {sum(x > 0 for x in inside)} of {n} {test_class} tasks"
+                   + (f", exact binomial p = {bt.pvalue:.3g}" if bt else ""))
+    return "\n".join(out)
+
+
 def render(rows: list[dict], totals: dict, labels: list[str]) -> str:
     ref, other = labels[0], labels[-1]
     total_gap = sum(r["gap_ms"] for r in rows if math.isfinite(r["gap_ms"]))
@@ -122,7 +169,19 @@ def main(argv=None) -> int:
                          "num_trials_per_iter for 256 trials over 33 tasks)")
     ap.add_argument("--near", type=float, default=1.25,
                     help="'near-best' threshold as a factor of the best known (default 1.25)")
+    ap.add_argument("--pooled", action="store_true",
+                    help="the work dirs are (reference, other) pairs; pool them by operator class")
+    ap.add_argument("--test-class", default="depthwise_conv2d",
+                    help="with --pooled: the operator class tested against the rest")
     a = ap.parse_args(argv)
+    if a.pooled:
+        if len(a.work_dirs) < 2 or len(a.work_dirs) % 2:
+            print("ms_task_gap: --pooled takes (reference, other) pairs of work dirs",
+                  file=sys.stderr)
+            return 2
+        runs = [load_run(d) for d in a.work_dirs]
+        print(pooled(list(zip(runs[::2], runs[1::2])), a.test_class))
+        return 0
     labels = a.labels or [os.path.basename(os.path.normpath(d)) for d in a.work_dirs]
     if len(labels) != len(a.work_dirs) or len(labels) < 2:
         print("ms_task_gap: give two or more work dirs and as many labels", file=sys.stderr)

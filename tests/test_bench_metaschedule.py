@@ -95,3 +95,24 @@ def test_task_gap_weights_differences_and_scores_the_choices(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "total weighted gap (b - a): +0.8000 ms" in out
     assert main([a]) == 2
+
+
+def test_task_gap_pools_pairs_by_operator_class(tmp_path, capsys):
+    from scripts.ms_task_gap import main, op_class
+
+    assert op_class("depthwise_conv2d_16x16_144x144_k3s1") == "depthwise_conv2d"
+    assert op_class("dense_m1_n1000_k1280") == "dense" and op_class("mean") == "mean"
+    dirs = []
+    for seed in range(3):
+        dirs.append(_work_dir(tmp_path / f"ref{seed}", [
+            ("depthwise_conv2d_8x8_1x1_k3s1", 1, [1e-3]), ("conv2d_8x8_1x1_k1s1", 1, [1e-3]),
+            ("conv2d_4x4_1x1_k1s1", 1, [1e-3])]))
+        dirs.append(_work_dir(tmp_path / f"oth{seed}", [
+            ("depthwise_conv2d_8x8_1x1_k3s1", 1, [2e-3]), ("conv2d_8x8_1x1_k1s1", 1, [1e-3]),
+            ("conv2d_4x4_1x1_k1s1", 1, [0.5e-3])]))
+    assert main(["--pooled", *dirs]) == 0
+    out = capsys.readouterr().out
+    assert "| depthwise_conv2d | 3 | 2.000 | 0 | 3 |" in out
+    assert "| conv2d | 6 | 0.707 | 3 | 0 |" in out            # sqrt(0.5): three ties, three wins
+    assert "other slower on 3 of 3 depthwise_conv2d tasks" in out
+    assert main(["--pooled", *dirs[:3]]) == 2                 # pairs only
