@@ -217,6 +217,10 @@ class DCOCConfig:
                                   # model's best candidates (1/8 of them, 4 mutants each), the
                                   # best program_cold x n of all kept (EvolutionarySearch's
                                   # evolution under its cost model); 0: off
+    program_local: int = 0        # cold tasks: this many x n one- or two-knob mutants of the
+                                  # task's best measured points join the pooled model's candidates
+                                  # (kept through the random cut), as EvolutionarySearch seeds its
+                                  # population with the task's measured best and mutates it; 0: off
     replan: bool | str = False    # plan every batch with the data at hand (True): what an earlier
                                   # batch left of its plan (random warm-up points or proposals; a
                                   # plan holds max(plan_size, batch) points) is dropped. MetaSchedule
@@ -248,6 +252,8 @@ class DCOCConfig:
         if self.program_model not in PROGRAM_MODELS:
             raise DcocError(f"unknown DCOC program_model '{self.program_model}'; choose one of "
                             f"{', '.join(PROGRAM_MODELS)}")
+        if not isinstance(self.program_local, int) or self.program_local < 0:
+            raise DcocError(f"DCOC program_local must be a whole number >= 0, got {self.program_local!r}")
         if self.select is not None and self.select not in SELECTS:
             raise DcocError(f"unknown DCOC selection '{self.select}'; choose one of {', '.join(SELECTS)}")
 

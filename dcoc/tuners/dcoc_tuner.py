@@ -285,9 +285,35 @@ class TaskProblem(Problem):
             else:
                 order = np.sort(self.t.rng.choice(len(cands), size=keep, replace=False))
             cands = [cands[i] for i in order]
+        if cold and cfg.program_local > 0:
+            local = self.local_mutants(min(cfg.program_local * max(int(n), 1), keep), set(cands))
+            if local:  # the tail of cands is the random top-up: it makes room first
+                cands = local + cands[: max(keep - len(local), 0)]
         if cold and cfg.program_evolve > 0:
             cands = self.evolve(cands, keep)
         return cands
+
+    def local_mutants(self, m: int, exclude: set) -> list:
+        """Up to ``m`` fresh points one or two knobs away from the task's best measured ones
+        (parents drawn among the ``n_elites`` best in proportion to their throughput)."""
+        t = self.t
+        order = np.argsort(-np.array(self.thr), kind="stable")[: t.cfg.n_elites] if self.thr else []
+        parents = [self.points[i] for i in order if self.thr[i] > 0]
+        if not parents:
+            return []
+        w = np.array([self.thr[i] for i in order if self.thr[i] > 0], float)
+        w /= w.sum()
+        out, seen = [], set(exclude)
+        for _ in range(4 * m):
+            if len(out) >= m:
+                break
+            q = self.mutate(parents[int(t.rng.choice(len(parents), p=w))])
+            if q is not None and t.rng.random() < 0.5:
+                q = self.mutate(q) or q
+            if q is not None and q not in seen:
+                seen.add(q)
+                out.append(q)
+        return out
 
     def evolve(self, cands: list, keep: int) -> list:
         """``program_evolve`` generations: the best eighth of the candidates by the program

@@ -169,6 +169,37 @@ def test_program_evolve_climbs_the_pooled_model_on_a_cold_task():
     assert mean_cost[3] < 0.5 * mean_cost[0], mean_cost
 
 
+def test_program_local_adds_mutants_of_the_measured_best_to_a_cold_task():
+    """program_local: a cold task's candidates include one- or two-knob mutants of its best
+    measured points (EvolutionarySearch's seeding with the measured best), kept through the
+    random cut; without it the candidates are walks and random points only."""
+    pool = _pool_after_task_a()
+    # four knobs (two that the cost ignores), so "two knobs away" is a small neighbourhood
+    space = Space([Knob(k, VALUES, "tile") for k in "xypq"])
+    near = {}
+    for local in (0, 4):
+        b = _tuner(TuningTask("c", space, "test", "test:c", flop=1.0), pool, program_cold=4,
+                   program_cold_until=32, program_local=local)
+        b.tune(4, FunctionMeasurer(_cost))
+        b.problem.refit()
+        cands = b.problem.candidates(np.zeros((0, 4), np.int64), None, 2)
+        assert len(cands) == 4 * 2 and len(set(cands)) == len(cands)
+        assert all(b.problem.fresh(c) for c in cands)
+        parents = b.problem.points
+        dist = [min(sum(u != v for u, v in zip(c, p)) for p in parents) for c in cands]
+        near[local] = sum(d <= 2 for d in dist)
+    assert near[4] == 8 and near[0] < 8, near  # 4 x 2 mutants, one or two knobs from a parent
+
+
+def test_program_local_must_be_a_whole_number():
+    import pytest
+
+    from dcoc.errors import DcocError
+
+    with pytest.raises(DcocError, match="program_local"):
+        DCOCConfig(program_local=-1)
+
+
 class StoreProgram(Program):
     """Program with per-store rows too: one row per "store" (x's, y's), as MSProgramFeatures."""
 
