@@ -13,6 +13,11 @@ total gap, plus two measures of how well a strategy chose what to measure:
 * ``first``: the best latency of the task's first batch divided by the task's final
   best over all strategies (how good the cold start was).
 
+and per run ``local``: the fraction of the trials after a task's first batch that are one
+or two trace decisions away from the task's best-so-far (same design space) -- how much
+of the search exploits the measured best (EvolutionarySearch seeds its population with it
+and mutates).
+
     python -m scripts.ms_task_gap D/mobilenetv2_256_46_evolutionary D/mobilenetv2_256_46_dcoc
 
 ``--pooled`` reads several (reference, other) pairs -- e.g. one per seed -- and pools their
@@ -46,10 +51,49 @@ def load_run(work_dir: str) -> dict:
         res = json.load(f)
     tasks = {r["task"]: {"weight": float(r.get("weight", 1.0)), "flop": float(r.get("flop", 0.0)),
                          "costs": []} for r in res.get("layers", [])}
-    for row in load_ms_rows(work_dir):
+    traces = _traces(work_dir)
+    for row, tr in zip(load_ms_rows(work_dir), traces):
         t = tasks.setdefault(row["task_name"], {"weight": 1.0, "flop": 0.0, "costs": []})
         t["costs"].append(row["cost"] if row["valid"] else None)
+        t.setdefault("traces", []).append(tr)
     return tasks
+
+
+def _traces(work_dir: str) -> list:
+    """(design-space signature, {instruction index: decision}) per record, in file order."""
+    from dcoc.search.msdb import RECORDS_FILE
+
+    out = []
+    with open(os.path.join(work_dir, RECORDS_FILE), encoding="utf-8") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                insts, decisions = json.loads(line)[1][0]
+                sig = tuple(i[0] + (f":{i[1][1]}" if i[0] == "ReverseComputeAt" else "")
+                            for i in insts)
+                out.append((sig, {int(k): json.dumps(v) for k, v in decisions}))
+            except (ValueError, TypeError, IndexError, KeyError):
+                out.append(None)
+    return out
+
+
+def local_share(tasks: dict, batch: int = 3, radius: int = 2) -> float:
+    """Fraction of the trials after each task's first ``batch`` that are within ``radius``
+    decisions of the task's best-so-far in the same design space."""
+    near = total = 0
+    for t in tasks.values():
+        costs, traces = t["costs"], t.get("traces") or [None] * len(t["costs"])
+        for k in range(batch, len(costs)):
+            prev = [j for j in range(k) if costs[j] is not None]
+            if not prev or traces[k] is None:
+                continue
+            b = traces[min(prev, key=lambda j: costs[j])]
+            total += 1
+            if b is not None and b[0] == traces[k][0]:
+                d = sum(traces[k][1].get(i) != v for i, v in b[1].items())
+                near += 0 < d <= radius
+    return near / total if total else math.nan
 
 
 def _best(costs) -> float:
@@ -86,6 +130,7 @@ def gap_table(runs: dict, batch: int = 3, near: float = 1.25) -> tuple[list[dict
             "trials": sum(r[f"trials:{lab}"] for r in rows),
             "near": statistics.mean(r[f"near:{lab}"] for r in rows) if rows else math.nan,
             "first": statistics.median(r[f"first:{lab}"] for r in rows) if rows else math.nan,
+            "local": local_share(runs[lab], batch),
         }
     return rows, totals
 
@@ -151,7 +196,8 @@ def render(rows: list[dict], totals: dict, labels: list[str]) -> str:
         t = totals[lab]
         out.append(f"{lab}: sum of weighted best kernels {t['sum_ms']:.4f} ms, {t['trials']} "
                    f"trials, mean near-best fraction {t['near']:.2f}, median first-batch "
-                   f"best / best known {t['first']:.2f}")
+                   f"best / best known {t['first']:.2f}, later trials 1-2 decisions from "
+                   f"the best-so-far {t['local']:.2f}")
     out.append(f"total weighted gap ({other} - {ref}): {total_gap:+.4f} ms")
     return "\n".join(out)
 

@@ -116,3 +116,27 @@ def test_task_gap_pools_pairs_by_operator_class(tmp_path, capsys):
     assert "| conv2d | 6 | 0.707 | 3 | 0 |" in out            # sqrt(0.5): three ties, three wins
     assert "other slower on 3 of 3 depthwise_conv2d tasks" in out
     assert main(["--pooled", *dirs[:3]]) == 2                 # pairs only
+
+
+def test_task_gap_local_share_counts_trials_near_the_best_so_far(tmp_path):
+    import json
+
+    from scripts.ms_task_gap import load_run, local_share
+
+    d = tmp_path / "w"
+    _work_dir(d, [("conv", 1, [])])
+    insts = [["SamplePerfectTile", [], [], []], ["SampleCategorical", [], [], []]]
+    recs = []
+    for cost, dec in ((2e-3, [4, 1]), (1e-3, [2, 1]),    # first batch: best is [2, 1]
+                      (3e-3, [2, 0]),                    # one decision from it: near
+                      (3e-3, [8, 3])):                   # two decisions from it: near
+        recs.append(json.dumps([0, [[insts, [[0, [dec[0]]], [1, dec[1]]]], [cost],
+                                    {"kind": "llvm"}, []]]))
+    recs.append(json.dumps([0, [[insts + [["ReverseComputeAt", ["b", "l1"], [], []]],
+                                 [[0, [2]], [1, 1]]], [1e-3], {"kind": "llvm"}, []]]))
+    (d / "database_tuning_record.json").write_text("\n".join(recs) + "\n")
+    run = load_run(str(d))
+    assert len(run["conv"]["traces"]) == 5
+    # 3 trials after a first batch of 2: two near (same space), one in another design space
+    assert local_share(run, batch=2) == 2 / 3
+    assert local_share(run, batch=2, radius=1) == 1 / 3
