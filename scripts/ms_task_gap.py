@@ -51,31 +51,21 @@ def load_run(work_dir: str) -> dict:
         res = json.load(f)
     tasks = {r["task"]: {"weight": float(r.get("weight", 1.0)), "flop": float(r.get("flop", 0.0)),
                          "costs": []} for r in res.get("layers", [])}
-    traces = _traces(work_dir)
-    for row, tr in zip(load_ms_rows(work_dir), traces):
+    for row in load_ms_rows(work_dir, with_trace=True):
         t = tasks.setdefault(row["task_name"], {"weight": 1.0, "flop": 0.0, "costs": []})
         t["costs"].append(row["cost"] if row["valid"] else None)
-        t.setdefault("traces", []).append(tr)
+        t.setdefault("traces", []).append(_decisions(row["trace"]))
     return tasks
 
 
-def _traces(work_dir: str) -> list:
-    """(design-space signature, {instruction index: decision}) per record, in file order."""
-    from dcoc.search.msdb import RECORDS_FILE
-
-    out = []
-    with open(os.path.join(work_dir, RECORDS_FILE), encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                insts, decisions = json.loads(line)[1][0]
-                sig = tuple(i[0] + (f":{i[1][1]}" if i[0] == "ReverseComputeAt" else "")
-                            for i in insts)
-                out.append((sig, {int(k): json.dumps(v) for k, v in decisions}))
-            except (ValueError, TypeError, IndexError, KeyError):
-                out.append(None)
-    return out
+def _decisions(trace):
+    """(design-space signature, {instruction index: decision}) of a trace's JSON, or None."""
+    try:
+        insts, decisions = trace
+        sig = tuple(i[0] + (f":{i[1][1]}" if i[0] == "ReverseComputeAt" else "") for i in insts)
+        return sig, {int(k): json.dumps(v) for k, v in decisions}
+    except (ValueError, TypeError, IndexError, KeyError):
+        return None
 
 
 def local_share(tasks: dict, batch: int = 3, radius: int = 2) -> float:
@@ -84,15 +74,16 @@ def local_share(tasks: dict, batch: int = 3, radius: int = 2) -> float:
     near = total = 0
     for t in tasks.values():
         costs, traces = t["costs"], t.get("traces") or [None] * len(t["costs"])
-        for k in range(batch, len(costs)):
-            prev = [j for j in range(k) if costs[j] is not None]
-            if not prev or traces[k] is None:
-                continue
-            b = traces[min(prev, key=lambda j: costs[j])]
-            total += 1
-            if b is not None and b[0] == traces[k][0]:
-                d = sum(traces[k][1].get(i) != v for i, v in b[1].items())
-                near += 0 < d <= radius
+        best = None  # index of the best valid trial so far (the first of equals)
+        for k in range(len(costs)):
+            if k >= batch and best is not None and traces[k] is not None:
+                b = traces[best]
+                total += 1
+                if b is not None and b[0] == traces[k][0]:
+                    d = sum(traces[k][1].get(i) != v for i, v in b[1].items())
+                    near += 0 < d <= radius
+            if costs[k] is not None and (best is None or costs[k] < costs[best]):
+                best = k
     return near / total if total else math.nan
 
 

@@ -56,8 +56,9 @@ def _lines(path: str):
             raise RecordsError(f"{path}:{n}: not a MetaSchedule database line") from None
 
 
-def load_ms_rows(directory: str) -> list[dict]:
-    """One records-style row per measured candidate of the database in ``directory``."""
+def load_ms_rows(directory: str, with_trace: bool = False) -> list[dict]:
+    """One records-style row per measured candidate of the database in ``directory``
+    (``with_trace``: each row also holds the record's trace JSON as ``"trace"``)."""
     names: dict = {}
     p = os.path.join(directory, TASK_NAMES_FILE)
     if os.path.isfile(p):
@@ -92,4 +93,6 @@ def load_ms_rows(directory: str) -> list[dict]:
                      "target": target.get("kind") if isinstance(target, dict) else None,
                      "hw": hw, "knobs": {}, "cost": sum(run_secs) / len(run_secs) if ok else None,
                      "valid": ok, "tuner": "metaschedule", "seed": None, "trial": len(rows)})
+        if with_trace:
+            rows[-1]["trace"] = body[0]
     return rows

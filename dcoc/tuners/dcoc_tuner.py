@@ -298,10 +298,11 @@ class TaskProblem(Problem):
         (parents drawn among the ``n_elites`` best in proportion to their throughput)."""
         t = self.t
         order = np.argsort(-np.array(self.thr), kind="stable")[: t.cfg.n_elites] if self.thr else []
-        parents = [self.points[i] for i in order if self.thr[i] > 0]
-        if not parents:
+        top = [i for i in order if self.thr[i] > 0]
+        if not top:
             return []
-        w = np.array([self.thr[i] for i in order if self.thr[i] > 0], float)
+        parents = [self.points[i] for i in top]
+        w = np.array([self.thr[i] for i in top], float)
         w /= w.sum()
         out, seen = [], set(exclude)
         for _ in range(4 * m):
