@@ -221,6 +221,11 @@ class DCOCConfig:
                                   # task's best measured points join the pooled model's candidates
                                   # (kept through the random cut), as EvolutionarySearch seeds its
                                   # population with the task's measured best and mutates it; 0: off
+    program_local_share: float = 0.0  # cold tasks with program_local: this share of each batch is
+                                  # the program model's best of those mutants, the rest selected as
+                                  # usual, so the model ranks mutants among themselves instead of
+                                  # against the walks' and random points' (where it ranked them low,
+                                  # session 24); a fractional count is rounded at random; 0: off
     replan: bool | str = False    # plan every batch with the data at hand (True): what an earlier
                                   # batch left of its plan (random warm-up points or proposals; a
                                   # plan holds max(plan_size, batch) points) is dropped. MetaSchedule
@@ -254,6 +259,10 @@ class DCOCConfig:
                             f"{', '.join(PROGRAM_MODELS)}")
         if not isinstance(self.program_local, int) or self.program_local < 0:
             raise DcocError(f"DCOC program_local must be a whole number >= 0, got {self.program_local!r}")
+        if not isinstance(self.program_local_share, (int, float)) or not 0 <= self.program_local_share <= 1:
+            raise DcocError(f"DCOC program_local_share must be a number in [0, 1], got {self.program_local_share!r}")
+        if self.program_local_share > 0 and self.program_local == 0:
+            raise DcocError("DCOC program_local_share needs program_local > 0 (the mutants it picks from)")
         if self.select is not None and self.select not in SELECTS:
             raise DcocError(f"unknown DCOC selection '{self.select}'; choose one of {', '.join(SELECTS)}")
 

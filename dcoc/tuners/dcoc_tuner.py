@@ -64,6 +64,7 @@ class TaskProblem(Problem):
         self._pfeat: dict = {}
         self._pstore: dict = {}           # per-store rows (program_model = "per-store")
         self._prog_fit_key = None         # (own rows, pooled rows) at the last program refit
+        self._local: set = set()          # this round's local mutants (program_local)
 
     # ------------------------------------------------------------------ program features
     def set_program(self, features, pool=None, key: str | None = None) -> None:
@@ -285,13 +286,29 @@ class TaskProblem(Problem):
             else:
                 order = np.sort(self.t.rng.choice(len(cands), size=keep, replace=False))
             cands = [cands[i] for i in order]
+        self._local = set()
         if cold and cfg.program_local > 0:
             local = self.local_mutants(min(cfg.program_local * max(int(n), 1), keep), set(cands))
+            self._local = set(local)
             if local:  # the tail of cands is the random top-up: it makes room first
                 cands = local + cands[: max(keep - len(local), 0)]
         if cold and cfg.program_evolve > 0:
             cands = self.evolve(cands, keep)
         return cands
+
+    def select(self, items, mu, sd, n, pick) -> list:
+        """``program_local_share`` of the batch: the best local mutants by the model's mean;
+        the rest by the core's rule among the other candidates."""
+        share = self.t.cfg.program_local_share
+        loc = [i for i, p in enumerate(items) if p in self._local] if share > 0 else []
+        k = min(len(loc), int(np.floor(share * n + self.t.rng.random()))) if loc else 0
+        if k == 0:
+            return super().select(items, mu, sd, n, pick)
+        mu = np.asarray(mu, dtype=np.float64)
+        chosen = [loc[j] for j in np.argsort(-mu[loc], kind="stable")[:k]]
+        rest = np.setdiff1d(np.arange(len(items)), chosen)
+        more = pick(mu[rest], np.asarray(sd)[rest], n - k) if n > k and len(rest) else []
+        return [items[i] for i in chosen] + [items[rest[j]] for j in more]
 
     def local_mutants(self, m: int, exclude: set) -> list:
         """Up to ``m`` fresh points one or two knobs away from the task's best measured ones

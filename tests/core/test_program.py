@@ -191,6 +191,45 @@ def test_program_local_adds_mutants_of_the_measured_best_to_a_cold_task():
     assert near[4] == 8 and near[0] < 8, near  # 4 x 2 mutants, one or two knobs from a parent
 
 
+def test_program_local_share_measures_the_best_mutants():
+    """program_local_share: that share of a cold task's batch is local mutants, the program
+    model's best of them by mean; without it the selection may pass them all over."""
+    pool = _pool_after_task_a()
+    space = Space([Knob(k, VALUES, "tile") for k in "xypq"])
+    b = _tuner(TuningTask("c", space, "test", "test:c", flop=1.0), pool, program_cold=8,
+               program_cold_until=32, program_local=2, program_local_share=0.5)
+    b.tune(4, FunctionMeasurer(_cost))
+    p = b.problem
+    p.refit()
+    cands = p.candidates(np.zeros((0, 4), np.int64), None, 4)
+    local = [c for c in cands if c in p._local]
+    assert len(local) == 2 * 4 and len(cands) > len(local)
+    mu, sd = p.predict(cands)
+    mu = np.asarray(mu, float)
+    # make the model rank every mutant below every other candidate: the share still holds
+    low = np.array([-1.0 if c in p._local else 1.0 for c in cands]) + 1e-3 * mu
+    out = p.select(cands, low, np.zeros(len(cands)), 4, lambda m, s, n: np.argsort(-m)[:n])
+    got = [c for c in out if c in p._local]
+    assert len(out) == 4 and len(got) == 2, (out, got)
+    best2 = sorted(local, key=lambda c: -low[cands.index(c)])[:2]
+    assert set(got) == set(best2)
+    # share 0: the same ranking takes no mutant
+    b.cfg.program_local_share = 0.0
+    out0 = p.select(cands, low, np.zeros(len(cands)), 4, lambda m, s, n: np.argsort(-m)[:n])
+    assert not [c for c in out0 if c in p._local]
+
+
+def test_program_local_share_needs_mutants_and_a_share():
+    import pytest
+
+    from dcoc.errors import DcocError
+
+    with pytest.raises(DcocError, match="needs program_local"):
+        DCOCConfig(program_local_share=0.5)
+    with pytest.raises(DcocError, match="program_local_share"):
+        DCOCConfig(program_local=4, program_local_share=1.5)
+
+
 def test_program_local_must_be_a_whole_number():
     import pytest
 
