@@ -52,9 +52,13 @@ def featurize_dirs(dirs: list[str], target: str | None = None) -> dict:
 
     from tvm_plugin.space import make_tune_context
 
+    from dcoc.progress import Progress
+
     out: dict = {}
     extractor = ms.feature_extractor.PerStoreFeature()
+    bar = Progress(len(dirs), "featurizing", unit="work dir", every=1)
     for run, d in enumerate(dirs):
+        bar.update(run, os.path.basename(os.path.normpath(d)))
         names = {}
         p = os.path.join(d, "ms_tasks.json")
         if os.path.isfile(p):
@@ -85,6 +89,8 @@ def featurize_dirs(dirs: list[str], target: str | None = None) -> dict:
             e["X"].append(np.concatenate([a.sum(axis=0), a.max(axis=0)]))
             e["thr"].append(1.0 / (sum(secs) / len(secs)))
             e["run"].append(run)
+    bar.update(len(dirs))
+    bar.close()
     for e in out.values():
         e["X"], e["thr"], e["run"] = np.stack(e["X"]), np.array(e["thr"]), np.array(e["run"])
     return out
@@ -97,11 +103,16 @@ def _model(seed: int):
 
 
 def rank_scores(data: dict, variants: list[str], ks: list[int], m: int, reps: int,
-                seed: int = 0, min_records: int = 12, pool_rows: int = 1024) -> list[dict]:
-    """One row per (task, k, rep): the score of every variant on the same draw."""
+                seed: int = 0, min_records: int = 12, pool_rows: int = 1024,
+                progress: bool = False) -> list[dict]:
+    """One row per (task, k, rep): the score of every variant on the same draw
+    (``progress``: a display on stderr, draws done)."""
+    from dcoc.progress import Progress
+
     rng = np.random.default_rng(seed)
     tasks = [h for h, e in data.items() if len(e["thr"]) >= min_records]
     rows = []
+    bar = Progress(len(tasks) * len(ks) * reps, "ms_rank_replay", unit="draw") if progress else None
     for h in tasks:
         e = data[h]
         others = [data[o] for o in data if o != h]
@@ -119,6 +130,10 @@ def rank_scores(data: dict, variants: list[str], ks: list[int], m: int, reps: in
                     row[v] = _score(v, e["X"][own], yo, Xp[sub], yp[sub], e["X"][cand], true, m,
                                     int(rng.integers(1 << 31)))
                 rows.append(row)
+                if bar is not None:
+                    bar.update(len(rows), e["name"])
+    if bar is not None:
+        bar.close()
     return rows
 
 
@@ -185,7 +200,8 @@ def main(argv=None) -> int:
     if a.ref not in a.variants:
         a.variants.insert(0, a.ref)
     data = featurize_dirs(a.dirs)
-    rows = rank_scores(data, a.variants, a.k, a.m, a.reps, a.seed, a.min_records, a.pool_rows)
+    rows = rank_scores(data, a.variants, a.k, a.m, a.reps, a.seed, a.min_records, a.pool_rows,
+                       progress=True)
     if a.out:
         with open(a.out, "w", encoding="utf-8") as f:
             for r in rows:
