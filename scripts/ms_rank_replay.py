@@ -44,15 +44,17 @@ import sys
 import numpy as np
 
 
-def featurize_dirs(dirs: list[str], target: str | None = None) -> dict:
-    """{workload hash: {"name", "X" [n, 2 x 164], "thr" [n], "run" [n] (dir index)}}."""
+def featurize_dirs(dirs: list[str]) -> dict:
+    """{workload hash: {"name", "X" [n, 2 x 164], "thr" [n]}}: every valid record's program
+    features (``tvm_plugin.features``, as the strategy computes them) and throughput."""
     import tvm_ffi
     from tvm.s_tir import Schedule
     from tvm.s_tir import meta_schedule as ms
 
-    from tvm_plugin.space import make_tune_context
-
     from dcoc.progress import Progress
+    from dcoc.search.msdb import RECORDS_FILE, TASK_NAMES_FILE, WORKLOADS_FILE
+    from tvm_plugin.features import store_rows, sum_max
+    from tvm_plugin.space import make_tune_context
 
     out: dict = {}
     extractor = ms.feature_extractor.PerStoreFeature()
@@ -60,39 +62,34 @@ def featurize_dirs(dirs: list[str], target: str | None = None) -> dict:
     for run, d in enumerate(dirs):
         bar.update(run, os.path.basename(os.path.normpath(d)))
         names = {}
-        p = os.path.join(d, "ms_tasks.json")
+        p = os.path.join(d, TASK_NAMES_FILE)
         if os.path.isfile(p):
             with open(p, encoding="utf-8") as f:
                 names = dict(json.load(f))
-        db = ms.database.JSONDatabase(path_workload=os.path.join(d, "database_workload.json"),
-                                      path_tuning_record=os.path.join(d, "database_tuning_record.json"),
+        db = ms.database.JSONDatabase(path_workload=os.path.join(d, WORKLOADS_FILE),
+                                      path_tuning_record=os.path.join(d, RECORDS_FILE),
                                       allow_missing=False)
         ctxs: dict = {}
         for rec in db.get_all_tuning_records():
             secs = [float(x) for x in rec.run_secs] if rec.run_secs is not None else []
-            if not secs or not all(math.isfinite(s) and s < 1e9 for s in secs):
+            if not secs or not all(math.isfinite(s) and s < 1e9 for s in secs):  # 1e9: failed
                 continue
             mod = rec.workload.mod
             h = str(tvm_ffi.structural_hash(mod) & 0xFFFFFFFFFFFFFFFF)
             if h not in ctxs:
-                ctxs[h] = make_tune_context(mod, rec.target if target is None else target, names.get(h, h))
+                ctxs[h] = make_tune_context(mod, rec.target, names.get(h, h))
             sch = Schedule(mod)
             try:
                 rec.trace.apply_to_schedule(sch, remove_postproc=False)
             except Exception:  # noqa: BLE001 - a trace that does not replay is skipped
                 continue
-            cand = ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_prim_func(sch.mod["main"]))
-            a = np.asarray(extractor.extract_from(ctxs[h], [cand])[0].numpy(), np.float32)
-            if a.ndim != 2 or not len(a):
-                continue
-            e = out.setdefault(h, {"name": names.get(h, h), "X": [], "thr": [], "run": []})
-            e["X"].append(np.concatenate([a.sum(axis=0), a.max(axis=0)]))
+            e = out.setdefault(h, {"name": names.get(h, h), "X": [], "thr": []})
+            e["X"].append(sum_max(store_rows(extractor, ctxs[h], [sch])[0]))
             e["thr"].append(1.0 / (sum(secs) / len(secs)))
-            e["run"].append(run)
     bar.update(len(dirs))
     bar.close()
     for e in out.values():
-        e["X"], e["thr"], e["run"] = np.stack(e["X"]), np.array(e["thr"]), np.array(e["run"])
+        e["X"], e["thr"] = np.stack(e["X"]), np.array(e["thr"])
     return out
 
 
@@ -193,8 +190,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", help="write the per-draw rows here (JSON lines)")
     a = ap.parse_args(argv)
+    from dcoc.search.msdb import ms_database_dir
+
     for d in a.dirs:
-        if not os.path.isfile(os.path.join(d, "database_tuning_record.json")):
+        if not os.path.isdir(d) or ms_database_dir(d) != d:
             print(f"ms_rank_replay: {d} holds no MetaSchedule database", file=sys.stderr)
             return 2
     if a.ref not in a.variants:

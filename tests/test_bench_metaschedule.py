@@ -155,7 +155,7 @@ def test_rank_replay_scores_variants_on_the_same_draws():
     for t in range(4):
         X = rng.random((40, 6)).astype(np.float32)
         thr = 1.0 + 4.0 * X[:, 0] * X[:, 1] + 0.05 * rng.random(40)  # one law for all tasks
-        data[str(t)] = {"name": f"task{t}", "X": X, "thr": thr, "run": np.zeros(40, int)}
+        data[str(t)] = {"name": f"task{t}", "X": X, "thr": thr}
     rows = rank_scores(data, ["pool+own", "pool", "random"], ks=[3], m=2, reps=3, min_records=12)
     assert len(rows) == 4 * 3 and all(r["n_cand"] == 37 for r in rows)
     assert all(0 < r[v] <= 1 for r in rows for v in ("pool+own", "pool", "random"))

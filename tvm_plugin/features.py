@@ -20,6 +20,28 @@ from collections import OrderedDict
 import numpy as np
 
 
+def store_rows(extractor, context, schs) -> list[np.ndarray]:
+    """MetaSchedule's per-store rows of schedules: one ``[stores, 164]`` array per
+    schedule (one zero row if it has no store), from ``extractor`` (a ``PerStoreFeature``)
+    in ``context`` (the task's TuneContext)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    cands = [ms.MeasureCandidate(s, ms.arg_info.ArgInfo.from_prim_func(s.mod["main"]))
+             for s in schs]
+    out = []
+    for f in extractor.extract_from(context, cands):
+        a = np.asarray(f.numpy(), dtype=np.float32)
+        if a.ndim != 2 or not len(a):
+            a = np.zeros((1, a.shape[-1] if a.ndim == 2 else 164), np.float32)
+        out.append(a)
+    return out
+
+
+def sum_max(rows: np.ndarray) -> np.ndarray:
+    """A program's fixed-width features: the sum and the maximum of its per-store rows."""
+    return np.concatenate([rows.sum(axis=0), rows.max(axis=0)])
+
+
 class MSProgramFeatures:
     """``features(points) -> [n, 2 * 164]`` for one MetaSchedule task (NaN: does not build).
 
@@ -44,22 +66,8 @@ class MSProgramFeatures:
         if not self.dim:
             raise ValueError(f"task '{tspace.task_name}': the default schedule gives no program features")
 
-    def _stores(self, schs) -> list[np.ndarray]:
-        """One ``[stores, 164]`` array per schedule (one zero row if it has no store)."""
-        from tvm.s_tir import meta_schedule as ms
-
-        cands = [ms.MeasureCandidate(s, ms.arg_info.ArgInfo.from_prim_func(s.mod["main"]))
-                 for s in schs]
-        out = []
-        for f in self.extractor.extract_from(self.ctx, cands):
-            a = np.asarray(f.numpy(), dtype=np.float32)
-            if a.ndim != 2 or not len(a):
-                a = np.zeros((1, a.shape[-1] if a.ndim == 2 else 164), np.float32)
-            out.append(a)
-        return out
-
     def _extract(self, schs) -> np.ndarray:
-        return np.stack([np.concatenate([a.sum(axis=0), a.max(axis=0)]) for a in self._stores(schs)])
+        return np.stack([sum_max(a) for a in store_rows(self.extractor, self.ctx, schs)])
 
     def __call__(self, points) -> np.ndarray:
         return self.with_stores(points)[0]
@@ -84,8 +92,8 @@ class MSProgramFeatures:
             schs.append(sch)
             where.append(i)
         if schs:
-            rows = self._stores(schs)
-            out[where] = np.stack([np.concatenate([a.sum(axis=0), a.max(axis=0)]) for a in rows])
+            rows = store_rows(self.extractor, self.ctx, schs)
+            out[where] = np.stack([sum_max(a) for a in rows])
             for i, a in zip(where, rows):
                 stores[i] = a
         self.seconds += time.perf_counter() - t0
@@ -103,4 +111,4 @@ class MSProgramFeatures:
         return self._sch.pop(self.ts.space.key(config), None)
 
 
-__all__ = ["MSProgramFeatures"]
+__all__ = ["MSProgramFeatures", "store_rows", "sum_max"]
