@@ -226,6 +226,10 @@ class DCOCConfig:
                                   # usual, so the model ranks mutants among themselves instead of
                                   # against the walks' and random points' (where it ranked them low,
                                   # session 24); a fractional count is rounded at random; 0: off
+    program_pool_only: bool = False  # cold tasks: fit the program model on the other tasks'
+                                  # pooled rows alone (own rows left out while cold, once the
+                                  # pool holds program_pool_min rows): an offline replay ranked a
+                                  # cold task's candidates better so (session 25, method.md §13)
     replan: bool | str = False    # plan every batch with the data at hand (True): what an earlier
                                   # batch left of its plan (random warm-up points or proposals; a
                                   # plan holds max(plan_size, batch) points) is dropped. MetaSchedule

@@ -131,17 +131,31 @@ class TaskProblem(Problem):
             X = self.program_stores(self.points) if self.per_store else self.program_features(self.points)
             self.pool.put(self.pool_key, X, np.array(self.thr) / best)
 
+    def cold(self) -> bool:
+        """A cold task (``program_cold``): no knob model of its own yet, or fewer own
+        measurements than ``program_cold_until``."""
+        cfg = self.t.cfg
+        return self.program_on and cfg.program_cold > 0 and (
+            not self.model.fitted or self.n_measured() < cfg.program_cold_until)
+
+    def pool_only(self) -> bool:
+        """``program_pool_only``: a cold task's program model learns from the other tasks'
+        pooled rows alone, once they are enough to rank (``program_pool_min``)."""
+        return (self.t.cfg.program_pool_only and self.cold()
+                and self.pooled_rows() >= self.t.cfg.program_pool_min)
+
     def _refit_program(self) -> None:
         """Fit the program-feature ensemble on own rows ([knob | program]) and the other
         tasks' pooled rows ([missing | program]). Skipped when neither changed since the
         last fit (pooled rows only grow, so the two counts identify the data)."""
-        key = (len(self.points), self.pooled_rows())
+        own = not self.pool_only()
+        key = (len(self.points) if own else 0, self.pooled_rows())
         if key == self._prog_fit_key:
             return
         if self.per_store:
-            return self._refit_per_store(key)
+            return self._refit_per_store(key, own)
         Xs, ys = [], []
-        if self.points and self._best > 0:
+        if own and self.points and self._best > 0:
             Xs.append(self._joint_features(self.points))
             ys.append(np.array(self.thr) / self._best)
         other = self.pool.others(self.pool_key) if self.pool is not None else None
@@ -155,11 +169,11 @@ class TaskProblem(Problem):
         self.prog_model.fit(np.concatenate(Xs), np.concatenate(ys))
         self._prog_fit_key = key
 
-    def _refit_per_store(self, key) -> None:
+    def _refit_per_store(self, key, own: bool = True) -> None:
         """program_model = "per-store": the pack-sum model on per-store rows only (own
         measurements and the other tasks' pooled ones alike; no knob columns)."""
         xs, ys = [], []
-        if self.points and self._best > 0:
+        if own and self.points and self._best > 0:
             for x, v in zip(self.program_stores(self.points), self.thr):
                 if len(x):
                     xs.append(x)
@@ -273,8 +287,7 @@ class TaskProblem(Problem):
                                    if self.fresh(p)))
         cfg = self.t.cfg
         # cold task, warm pool: the pooled model ranks a wide sample (program_cold x n)
-        cold = self.program_on and cfg.program_cold > 0 and self.prog_model.fitted and (
-            not self.model.fitted or self.n_measured() < cfg.program_cold_until)
+        cold = self.cold() and self.prog_model.fitted
         keep = (cfg.program_cold if cold else cfg.program_rerank) * max(int(n), 1)
         want = keep if cold else n
         if len(cands) < want:  # walks stuck in measured territory (or cold): random points

@@ -123,6 +123,45 @@ def test_program_model_refits_only_when_own_or_pooled_rows_change():
     assert fits == [27, 28]
 
 
+def test_program_pool_only_leaves_a_cold_tasks_own_rows_out():
+    """program_pool_only: while a task is cold its program model is fitted on the other
+    tasks' pooled rows alone (own measurements do not refit it); warm, on both again; with
+    too few pooled rows to rank, on its own rows as before."""
+    pool = _pool_after_task_a()
+    n_pool = pool.n_rows(exclude="b")
+    assert n_pool >= 32
+    b = _tuner(_task("b", "vu"), pool, program_cold=8, program_cold_until=12,
+               program_pool_only=True)
+    fits = []
+    fit = b.problem.prog_model.fit
+    b.problem.prog_model.fit = lambda X, y: (fits.append(len(y)), fit(X, y))
+    b.tune(8, FunctionMeasurer(_cost))               # cold throughout (8 < 12 own rows)
+    b.problem.refit()
+    assert b.problem.model.fitted and b.problem.cold() and b.problem.pool_only()
+    assert fits and set(fits) == {n_pool}, fits      # own rows never entered the fit
+    fits.clear()
+    b.problem.observe((0, 0), 5.0)                   # a new own row while cold: no refit
+    b.problem.refit()
+    assert fits == []
+    b.tune(16, FunctionMeasurer(_cost))              # >= 12 own rows: warm
+    b.problem.refit()
+    assert not b.problem.cold() and fits[-1] == n_pool + b.problem.n_measured(), fits
+    # default: own rows in the cold fit too
+    d = _tuner(_task("b", "vu"), pool, program_cold=8, program_cold_until=12)
+    d.tune(8, FunctionMeasurer(_cost))
+    d.problem.refit()
+    assert d.problem.cold() and not d.problem.pool_only()
+    assert d.problem._prog_fit_key == (8, n_pool)
+    # a pool too small to rank: own rows as before
+    small = SharedPool()
+    small.put("a", np.ones((3, 2), np.float32), np.full(3, 0.5))
+    e = _tuner(_task("b", "vu"), small, program_cold=8, program_cold_until=12,
+               program_pool_only=True)
+    e.tune(8, FunctionMeasurer(_cost))
+    e.problem.refit()
+    assert not e.problem.pool_only() and e.problem._prog_fit_key == (8, 3)
+
+
 def test_cold_task_ranks_a_wider_sample_with_program_cold():
     pool = _pool_after_task_a()
     means = {}
