@@ -163,3 +163,32 @@ def test_rank_replay_scores_variants_on_the_same_draws():
     assert mean["pool"] > mean["random"] + 0.05, mean
     text = summarize(rows, ["pool+own", "pool", "random"], "pool+own")
     assert "| 3 | pool | 12 |" in text
+
+
+def test_retime_report_pairs_groups_and_compares_with_the_recorded_latency(tmp_path):
+    """ms_retime's read-out (no TVM): pairs by strategy suffix within a group, the recorded
+    best_ms matched by work-dir name, ratios and spreads per pass."""
+    import json
+
+    from scripts.ms_retime import _pairs_by, _recorded, report
+
+    dirs = [str(tmp_path / n) for n in ("mobilenetv2_256_1_dcoc",
+                                        "mobilenetv2_256_1_dcoc_program_pool_only=true",
+                                        "mobilenetv2_256_2_dcoc",
+                                        "mobilenetv2_256_2_dcoc_program_pool_only=true",
+                                        "mobilenetv2_256_3_dcoc_program_pool_only=true")]
+    pairs = _pairs_by(dirs, "dcoc_program_pool_only=true", "dcoc")
+    assert pairs == [(dirs[1], dirs[0]), (dirs[3], dirs[2])]  # seed 3 has no reference
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("\n".join(json.dumps(r) for r in (
+        {"workload": "mobilenetv2", "strategy": "onnxruntime", "best_ms": 0.5},
+        {"workload": "mobilenetv2", "budget": 256, "seed": 1, "strategy": "dcoc", "best_ms": 2.0},
+        {"workload": "mobilenetv2", "budget": 256, "seed": 1,
+         "strategy": "dcoc:program_pool_only=true", "best_ms": 3.0})) + "\n")
+    rec = _recorded([str(rows)], dirs)
+    assert rec == {dirs[0]: 2.0, dirs[1]: 3.0}
+    times = {dirs[0]: [2.0, 2.2], dirs[1]: [2.0, 1.1], "onnxruntime": [0.5, 0.5]}
+    text = report(times, rec, [(dirs[1], dirs[0])])
+    assert "| mobilenetv2_256_1_dcoc | 2.0000 | 2.2000 | 1.100 | 2.0000 | 0.952 |" in text
+    # pass ratios 1.000 and 0.500, recorded 1.500, spread 2.000
+    assert "| 1.000 | 0.500 | 1.500 | 2.000 |" in text

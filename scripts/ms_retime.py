@@ -1,0 +1,194 @@
+"""Re-time tuned whole models from kept work dirs: how reproducible is the benchmark's
+compiled-model latency, and so how small a difference can a handful of groups resolve?
+
+Each work directory that ``python -m scripts.bench_metaschedule ... --work-dir D`` keeps
+(MetaSchedule's JSON database, ``ms_tasks.json``, ``result.json``) is compiled again as
+``tune_model`` compiled it -- the best record of every task, the tasks its ``result.json``
+lists as kept untuned left untuned -- and all executables are then timed by the
+benchmark's own interleaved timing (``_time_models``: alternating rounds, each a median of
+3 timings of >= 100 ms, the fastest round kept), ``--passes`` times over.  Printed: each
+dir's latency per pass and the latency the benchmark recorded for it (``best_ms`` in
+``--rows``, matched by work-dir name), the spread across passes, and for ``--pairs A B``
+(dir names; ``A/B`` ratio per pass) how stable a group's ratio is::
+
+    python -m scripts.ms_retime --workload mobilenetv2 D/mobilenetv2_256_64_dcoc \
+        D/mobilenetv2_256_64_dcoc_program_pool_only=true --passes 3 \
+        --rows docs/data/ms_poolonly_s26.jsonl
+
+``--pair-by SUFFIX`` pairs every dir ending in ``SUFFIX`` with the dir of the same group
+(model, budget, seed) ending in the reference strategy (``--ref``, default ``dcoc``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+from dcoc.progress import Progress
+
+
+def _best_records(work_dir: str):
+    """A MemoryDatabase holding what tune_model compiled from ``work_dir``: each task's best
+    record, except the tasks its result.json lists as kept untuned."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from dcoc.search.msdb import TASK_NAMES_FILE
+
+    kept, names = set(), {}
+    res = os.path.join(work_dir, "result.json")
+    if os.path.exists(res):
+        with open(res, encoding="utf-8") as f:
+            kept = set((json.load(f).get("extra") or {}).get("kept_untuned") or [])
+    if os.path.exists(os.path.join(work_dir, TASK_NAMES_FILE)):
+        with open(os.path.join(work_dir, TASK_NAMES_FILE), encoding="utf-8") as f:
+            names = dict(json.load(f))
+    db = ms.database.JSONDatabase(work_dir=work_dir)
+    out = ms.database.MemoryDatabase()
+    seen = set()
+    for rec in db.get_all_tuning_records():
+        key = str(rec.workload.as_json()[0])
+        if key in seen or names.get(key) in kept:
+            continue
+        seen.add(key)
+        top = db.get_top_k(rec.workload, 1)
+        if not len(top):
+            continue
+        best = top[0]
+        wl = out.commit_workload(best.workload.mod)
+        out.commit_tuning_record(ms.database.TuningRecord(best.trace, wl, best.run_secs,
+                                                          best.target, best.args_info))
+    return out, kept
+
+
+def _recorded(rows_files, dirs) -> dict:
+    """{dir: best_ms the benchmark recorded} for dirs named like the bench names them."""
+    want = {os.path.basename(os.path.normpath(d)): d for d in dirs}
+    out = {}
+    for path in rows_files or []:
+        with open(path, encoding="utf-8") as f:
+            for ln in f:
+                if not ln.strip():
+                    continue
+                r = json.loads(ln)
+                if "budget" not in r or "seed" not in r:
+                    continue
+                name = f"{r['workload']}_{r['budget']}_{r['seed']}_{r['strategy'].replace(':', '_')}"
+                if name in want:
+                    out[want[name]] = r["best_ms"]
+    return out
+
+
+def retime(workload: str, dirs, passes: int = 3, rounds: int = 3, log=print) -> dict:
+    """{dir: [ms per pass]} plus ``"onnxruntime"``: every dir compiled once, then timed
+    interleaved ``passes`` times over by the benchmark's _time_models."""
+    from scripts.bench_metaschedule import _load_model, _time_models
+    from tvm_plugin.build import compile_model, preload_tensor_intrin, random_inputs
+    from tvm_plugin.frontend import resolve_target
+
+    preload_tensor_intrin()
+    target = resolve_target("llvm")
+    model, src = _load_model(workload)
+    inputs = random_inputs(model.input_shapes, model.input_dtypes, seed=0)
+    threads = int(target.tvm.attrs.get("num-cores", 1))
+    exes = {}
+    prog = Progress(len(dirs) + passes, desc="retime", unit="step")
+    for d in dirs:
+        db, kept = _best_records(d)
+        exes[d], report = compile_model(db, model.mod, target.tvm)
+        log(f"{os.path.basename(os.path.normpath(d))}: {len(report['tuned'])} tuned functions, "
+            f"{len(report['untuned'])} untuned (kept untuned: {', '.join(sorted(kept)) or '-'})")
+        prog.update(1)
+    out = {d: [] for d in dirs}
+    out["onnxruntime"] = []
+    for _ in range(passes):
+        t = _time_models(exes, target.tvm, model, src, inputs, threads, rounds=rounds)
+        for k, v in t.items():
+            out[k].append(v)
+        prog.update(1)
+    prog.close()
+    return out
+
+
+def _spread(v) -> float:
+    return max(v) / min(v) if v and min(v) > 0 else math.nan
+
+
+def report(times: dict, recorded: dict, pairs) -> str:
+    name = lambda d: os.path.basename(os.path.normpath(d))  # noqa: E731
+    n = len(times["onnxruntime"])
+    lines = ["| run | " + " | ".join(f"pass {i + 1} ms" for i in range(n)) +
+             " | max/min | recorded ms | recorded / median |",
+             "|---|" + "---|" * (n + 3)]
+    for d, v in times.items():
+        rec = recorded.get(d)
+        med = statistics.median(v)
+        lines.append(f"| {name(d)} | " + " | ".join(f"{x:.4f}" for x in v) +
+                     f" | {_spread(v):.3f} | " +
+                     (f"{rec:.4f} | {rec / med:.3f} |" if rec else "- | - |"))
+    if pairs:
+        lines += ["", "| A / B | " + " | ".join(f"pass {i + 1}" for i in range(n)) +
+                  " | recorded | max/min of passes |", "|---|" + "---|" * (n + 2)]
+        for a, b in pairs:
+            r = [x / y for x, y in zip(times[a], times[b])]
+            rec = (recorded[a] / recorded[b]) if a in recorded and b in recorded else None
+            rec_s = f"{rec:.3f}" if rec else "-"
+            lines.append(f"| {name(a)} / {name(b)} | " + " | ".join(f"{x:.3f}" for x in r) +
+                         f" | {rec_s} | {_spread(r):.3f} |")
+    return "\n".join(lines)
+
+
+def _pairs_by(dirs, suffix: str, ref: str):
+    """(dir ending in suffix, dir of the same group ending in ref)."""
+    def group(d, end):
+        n = os.path.basename(os.path.normpath(d))
+        return n[: -len(end) - 1] if n.endswith("_" + end) else None
+    refs = {group(d, ref): d for d in dirs if group(d, ref)}
+    return [(d, refs[group(d, suffix)]) for d in dirs
+            if group(d, suffix) and group(d, suffix) in refs]
+
+
+def main(argv=None) -> int:
+    from dcoc.errors import DcocError
+
+    p = argparse.ArgumentParser(prog="python -m scripts.ms_retime", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dirs", nargs="+", help="work dirs kept by bench_metaschedule --work-dir")
+    p.add_argument("--workload", required=True, help="the benchmark's whole-model workload "
+                   "the dirs tuned (small_cnn, transformer, mobilenetv2, resnet18)")
+    p.add_argument("--passes", type=int, default=3, help="interleaved timings of all models")
+    p.add_argument("--rounds", type=int, default=3, help="alternating rounds per timing "
+                   "(the benchmark's 3)")
+    p.add_argument("--rows", nargs="*", help="the benchmark's rows (.jsonl): recorded latency")
+    p.add_argument("--pairs", nargs="*", default=[], help="A B [A B ...]: dirs to compare")
+    p.add_argument("--pair-by", help="pair each dir ending in _SUFFIX with its group's --ref dir")
+    p.add_argument("--ref", default="dcoc", help="reference strategy of --pair-by (dir suffix)")
+    p.add_argument("--out", help="also write the table (markdown) and raw times (.json) here")
+    a = p.parse_args(argv)
+    try:
+        for d in a.dirs:
+            if not os.path.isdir(d):
+                raise DcocError(f"not a work directory: {d}")
+        if len(a.pairs) % 2:
+            raise DcocError("--pairs takes dirs two by two (A B)")
+        pairs = list(zip(a.pairs[::2], a.pairs[1::2]))
+        if a.pair_by:
+            pairs += _pairs_by(a.dirs, a.pair_by.replace(":", "_"), a.ref.replace(":", "_"))
+        times = retime(a.workload, a.dirs, a.passes, a.rounds, log=lambda s: print(s, file=sys.stderr))
+        text = report(times, _recorded(a.rows, a.dirs), pairs)
+    except DcocError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(text)
+    if a.out:
+        with open(a.out, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        with open(os.path.splitext(a.out)[0] + ".json", "w", encoding="utf-8") as f:
+            json.dump(times, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
