@@ -229,7 +229,8 @@ class DCOCConfig:
     program_pool_only: bool = False  # cold tasks: fit the program model on the other tasks'
                                   # pooled rows alone (own rows left out while cold, once the
                                   # pool holds program_pool_min rows): an offline replay ranked a
-                                  # cold task's candidates better so (session 25, method.md §13)
+                                  # cold task's candidates better so (session 25); no gain in
+                                  # its A/B (1.044, p = 1.00, session 26; method.md §13)
     replan: bool | str = False    # plan every batch with the data at hand (True): what an earlier
                                   # batch left of its plan (random warm-up points or proposals; a
                                   # plan holds max(plan_size, batch) points) is dropped. MetaSchedule
@@ -267,6 +268,9 @@ class DCOCConfig:
             raise DcocError(f"DCOC program_local_share must be a number in [0, 1], got {self.program_local_share!r}")
         if self.program_local_share > 0 and self.program_local == 0:
             raise DcocError("DCOC program_local_share needs program_local > 0 (the mutants it picks from)")
+        if self.program_pool_only not in (True, False):  # 0 / 1 from a spec are fine
+            raise DcocError(f"DCOC program_pool_only must be true or false, got {self.program_pool_only!r}")
+        self.program_pool_only = bool(self.program_pool_only)
         if self.select is not None and self.select not in SELECTS:
             raise DcocError(f"unknown DCOC selection '{self.select}'; choose one of {', '.join(SELECTS)}")
 

@@ -269,6 +269,16 @@ def test_program_local_share_needs_mutants_and_a_share():
         DCOCConfig(program_local=4, program_local_share=1.5)
 
 
+def test_program_pool_only_must_be_a_bool():
+    import pytest
+
+    from dcoc.errors import DcocError
+
+    assert DCOCConfig(program_pool_only=1).program_pool_only is True
+    with pytest.raises(DcocError, match="program_pool_only must be true or false"):
+        DCOCConfig(program_pool_only="yes")
+
+
 def test_program_local_must_be_a_whole_number():
     import pytest
 
