@@ -56,6 +56,8 @@ import sys
 import tempfile
 import time
 
+from dcoc.search.msdb import FAILED_SECS
+
 WORKLOADS = {
     "conv3x3": ("resnet18", "conv2d_56x56_64x64_k3s1"),
     "conv1x1": ("resnet18", "conv2d_56x56_64x128_k1s2"),
@@ -70,6 +72,11 @@ MODELS = {
     "resnet18": ("resnet18", {"input": (1, 3, 64, 64)}),
 }
 ALIASES = {"model": "small_cnn"}
+
+
+def run_dir_name(workload: str, budget: int, seed: int, strategy: str) -> str:
+    """The name of one run's directory under ``--work-dir`` (``:`` of a spec becomes ``_``)."""
+    return f"{workload}_{budget}_{seed}_{strategy.replace(':', '_')}"
 
 
 def small_cnn():
@@ -189,7 +196,7 @@ def _tune_task(task, strategy, cost_model, budget, seed, builder, runner, work_d
         lg.setLevel(old)
     recs = [r for r in db.get_all_tuning_records()]
     secs = [sum(float(x) for x in r.run_secs) / len(r.run_secs) for r in recs if r.run_secs]
-    valid = [s for s in secs if s < 1e9]
+    valid = [s for s in secs if s < FAILED_SECS]
     return {"trials": len(recs), "valid": len(valid),
             "best_tuning_ms": min(valid) * 1e3 if valid else math.nan,
             "tune_s": wall, "_kernel": _best_kernel(db, ctx.mod, et.target)}
@@ -283,7 +290,7 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
                     group = []
                     for s in strategies:
                         strat, cm = _strategy(s, seed, population)
-                        wd = os.path.join(root, f"{w}_{budget}_{seed}_{s.replace(':', '_')}")
+                        wd = os.path.join(root, run_dir_name(w, budget, seed, s))
                         if w in models:
                             model = models[w][0]
                             res = tune_model(model, target, trials=budget,

@@ -52,7 +52,7 @@ def featurize_dirs(dirs: list[str]) -> dict:
     from tvm.s_tir import meta_schedule as ms
 
     from dcoc.progress import Progress
-    from dcoc.search.msdb import RECORDS_FILE, TASK_NAMES_FILE, WORKLOADS_FILE
+    from dcoc.search.msdb import FAILED_SECS, RECORDS_FILE, WORKLOADS_FILE, task_names
     from tvm_plugin.features import store_rows, sum_max
     from tvm_plugin.space import make_tune_context
 
@@ -61,18 +61,14 @@ def featurize_dirs(dirs: list[str]) -> dict:
     bar = Progress(len(dirs), "featurizing", unit="work dir", every=1)
     for run, d in enumerate(dirs):
         bar.update(run, os.path.basename(os.path.normpath(d)))
-        names = {}
-        p = os.path.join(d, TASK_NAMES_FILE)
-        if os.path.isfile(p):
-            with open(p, encoding="utf-8") as f:
-                names = dict(json.load(f))
+        names = task_names(d)
         db = ms.database.JSONDatabase(path_workload=os.path.join(d, WORKLOADS_FILE),
                                       path_tuning_record=os.path.join(d, RECORDS_FILE),
                                       allow_missing=False)
         ctxs: dict = {}
         for rec in db.get_all_tuning_records():
             secs = [float(x) for x in rec.run_secs] if rec.run_secs is not None else []
-            if not secs or not all(math.isfinite(s) and s < 1e9 for s in secs):  # 1e9: failed
+            if not secs or not all(math.isfinite(s) and s < FAILED_SECS for s in secs):
                 continue
             mod = rec.workload.mod
             h = str(tvm_ffi.structural_hash(mod) & 0xFFFFFFFFFFFFFFFF)

@@ -35,16 +35,14 @@ def _best_records(work_dir: str):
     record, except the tasks its result.json lists as kept untuned."""
     from tvm.s_tir import meta_schedule as ms
 
-    from dcoc.search.msdb import TASK_NAMES_FILE
+    from dcoc.search.msdb import task_names
 
-    kept, names = set(), {}
+    kept = set()
     res = os.path.join(work_dir, "result.json")
     if os.path.exists(res):
         with open(res, encoding="utf-8") as f:
             kept = set((json.load(f).get("extra") or {}).get("kept_untuned") or [])
-    if os.path.exists(os.path.join(work_dir, TASK_NAMES_FILE)):
-        with open(os.path.join(work_dir, TASK_NAMES_FILE), encoding="utf-8") as f:
-            names = dict(json.load(f))
+    names = task_names(work_dir)
     db = ms.database.JSONDatabase(work_dir=work_dir)
     out = ms.database.MemoryDatabase()
     seen = set()
@@ -65,6 +63,8 @@ def _best_records(work_dir: str):
 
 def _recorded(rows_files, dirs) -> dict:
     """{dir: best_ms the benchmark recorded} for dirs named like the bench names them."""
+    from scripts.bench_metaschedule import run_dir_name
+
     want = {os.path.basename(os.path.normpath(d)): d for d in dirs}
     out = {}
     for path in rows_files or []:
@@ -75,7 +75,7 @@ def _recorded(rows_files, dirs) -> dict:
                 r = json.loads(ln)
                 if "budget" not in r or "seed" not in r:
                     continue
-                name = f"{r['workload']}_{r['budget']}_{r['seed']}_{r['strategy'].replace(':', '_')}"
+                name = run_dir_name(r["workload"], r["budget"], r["seed"], r["strategy"])
                 if name in want:
                     out[want[name]] = r["best_ms"]
     return out

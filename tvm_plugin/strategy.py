@@ -72,6 +72,7 @@ import time
 from typing import Any, Sequence
 
 from dcoc.search.measure import MeasureErrorNo, MeasureInput, MeasureResult, Measurer
+from dcoc.search.msdb import FAILED_SECS
 from dcoc.search.space import Space
 from dcoc.search.task import TuningTask
 from dcoc.seeding import child_seed
@@ -86,16 +87,13 @@ from tvm_plugin.build import preload_tensor_intrin
 # every TuneContext imports tvm.s_tir.tensor_intrin; do it the fast way first
 preload_tensor_intrin()
 
-#: run seconds at or above this are MetaSchedule's failure marker (it stores 1e10)
-_FAIL_SECS = 1e9
-
 
 # ============================================================================ results
 def runner_result(r, wall: float = 0.0) -> MeasureResult:
     """A MetaSchedule ``RunnerResult`` as a dcoc ``MeasureResult``."""
     secs = [float(x) for x in r.run_secs] if r.run_secs is not None else []
     err = r.error_msg
-    if err is None and secs and all(0.0 < s < _FAIL_SECS for s in secs):
+    if err is None and secs and all(0.0 < s < FAILED_SECS for s in secs):
         return MeasureResult(secs, MeasureErrorNo.NO_ERROR, wall)
     return MeasureResult.error(_error_code(err or "no run time"), err or "no run time", wall)
 
@@ -113,7 +111,7 @@ def _error_code(msg: str) -> int:
 def record_result(rec) -> MeasureResult:
     """A database TuningRecord's outcome as a MeasureResult."""
     secs = [float(x) for x in rec.run_secs] if rec.run_secs is not None else []
-    if secs and all(0.0 < s < _FAIL_SECS for s in secs):
+    if secs and all(0.0 < s < FAILED_SECS for s in secs):
         return MeasureResult(secs, MeasureErrorNo.NO_ERROR, 0.0)
     return MeasureResult.error(MeasureErrorNo.RUNTIME_DEVICE, "failed in a previous run")
 

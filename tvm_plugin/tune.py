@@ -480,8 +480,9 @@ def _write_task_names(db, ctxs, task_info, work_dir: str) -> None:
         except Exception:  # noqa: BLE001 - names are a convenience
             continue
     from dcoc.paths import write_text_atomic
+    from dcoc.search.msdb import TASK_NAMES_FILE
 
-    write_text_atomic(os.path.join(work_dir, "ms_tasks.json"),
+    write_text_atomic(os.path.join(work_dir, TASK_NAMES_FILE),
                       json.dumps(names, indent=2, sort_keys=True) + "\n")
 
 

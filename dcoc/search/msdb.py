@@ -25,8 +25,9 @@ from dcoc.errors import RecordsError
 RECORDS_FILE = "database_tuning_record.json"
 WORKLOADS_FILE = "database_workload.json"
 TASK_NAMES_FILE = "ms_tasks.json"
-#: MetaSchedule's run_secs for a candidate that failed to build or run
-_FAILED = 1e9
+#: run seconds at or above this are MetaSchedule's failure marker (it stores 1e10 for a
+#: candidate that failed to build or run)
+FAILED_SECS = 1e9
 
 
 def ms_database_dir(path: str) -> str | None:
@@ -56,17 +57,23 @@ def _lines(path: str):
             raise RecordsError(f"{path}:{n}: not a MetaSchedule database line") from None
 
 
-def load_ms_rows(directory: str, with_trace: bool = False) -> list[dict]:
-    """One records-style row per measured candidate of the database in ``directory``
-    (``with_trace``: each row also holds the record's trace JSON as ``"trace"``)."""
-    names: dict = {}
+def task_names(directory: str) -> dict:
+    """{workload structural hash: task name} from ``directory``'s ``ms_tasks.json`` (written
+    by ``tune_model``); {} when it is missing or unreadable (names are a convenience)."""
     p = os.path.join(directory, TASK_NAMES_FILE)
     if os.path.isfile(p):
         try:
             with open(p, encoding="utf-8") as f:
-                names = dict(json.load(f))
+                return dict(json.load(f))
         except (OSError, ValueError, TypeError):
-            names = {}
+            pass
+    return {}
+
+
+def load_ms_rows(directory: str, with_trace: bool = False) -> list[dict]:
+    """One records-style row per measured candidate of the database in ``directory``
+    (``with_trace``: each row also holds the record's trace JSON as ``"trace"``)."""
+    names = task_names(directory)
     hashes = []
     wp = os.path.join(directory, WORKLOADS_FILE)
     if os.path.isfile(wp):
@@ -85,7 +92,7 @@ def load_ms_rows(directory: str, with_trace: bool = False) -> list[dict]:
             raise RecordsError(f"{rp}:{n}: not a MetaSchedule tuning record") from None
         shash = hashes[idx] if 0 <= idx < len(hashes) else None
         name = names.get(shash) or f"workload{idx}"
-        ok = bool(run_secs) and all(math.isfinite(x) and x < _FAILED for x in run_secs)
+        ok = bool(run_secs) and all(math.isfinite(x) and x < FAILED_SECS for x in run_secs)
         hw = "?"
         if isinstance(target, dict):
             hw = str(target.get("mcpu") or target.get("arch") or target.get("kind") or "?")
