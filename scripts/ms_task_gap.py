@@ -30,6 +30,14 @@ of its wins::
     python -m scripts.ms_task_gap --pooled D/mobilenetv2_256_47_evolutionary \
         D/mobilenetv2_256_47_dcoc D/mobilenetv2_256_48_evolutionary D/mobilenetv2_256_48_dcoc
 
+``--sums`` reads (reference, other) pairs too -- one per (model, seed) group of an A/B --
+and prints each pair's sum of weighted best kernels, their ratio, the geomean ratio and
+the exact two-sided paired Wilcoxon test on the log sums (the primary measure of the
+MetaSchedule A/Bs since session 27)::
+
+    python -m scripts.ms_task_gap --sums D/small_cnn_256_71_dcoc \
+        D/small_cnn_256_71_dcoc_proposer=surrogate D/transformer_256_71_dcoc ...
+
 Only measured data: nothing is re-timed, so per-task numbers carry tuning-time noise (the
 benchmark's interleaved re-timing is for the compiled models, not per task).
 """
@@ -163,6 +171,27 @@ def pooled(pairs: list[tuple[dict, dict]], test_class: str = "depthwise_conv2d")
     return "\n".join(out)
 
 
+def sums(pairs: list[tuple[str, str]]) -> str:
+    """Per (reference, other) pair of work dirs: summed weighted best kernels and ratio;
+    then the geomean ratio, other better / worse and the paired Wilcoxon test."""
+    from dcoc.stats import fmt_p, paired_test
+
+    out = ["| reference | other | sum ms ref | sum ms other | other/ref |", "|---|---|---|---|---|"]
+    logs_a, logs_b = [], []
+    for da, db in pairs:
+        _, t = gap_table({"a": load_run(da), "b": load_run(db)})
+        a, b = t["a"]["sum_ms"], t["b"]["sum_ms"]
+        logs_a.append(math.log(a))
+        logs_b.append(math.log(b))
+        out.append(f"| {os.path.basename(os.path.normpath(da))} | "
+                   f"{os.path.basename(os.path.normpath(db))} | {a:.4f} | {b:.4f} | {b / a:.3f} |")
+    pt = paired_test(logs_a, logs_b)
+    gm = math.exp(statistics.mean(b - a for a, b in zip(logs_a, logs_b)))
+    out += ["", f"{len(pairs)} pairs: geomean other/ref {gm:.3f}, other better {pt.better} / "
+                f"worse {pt.worse}, exact two-sided paired Wilcoxon on the logs p = {fmt_p(pt.p)}"]
+    return "\n".join(out)
+
+
 def render(rows: list[dict], totals: dict, labels: list[str]) -> str:
     ref, other = labels[0], labels[-1]
     total_gap = sum(r["gap_ms"] for r in rows if math.isfinite(r["gap_ms"]))
@@ -208,14 +237,20 @@ def main(argv=None) -> int:
                     help="'near-best' threshold as a factor of the best known (default 1.25)")
     ap.add_argument("--pooled", action="store_true",
                     help="the work dirs are (reference, other) pairs; pool them by operator class")
+    ap.add_argument("--sums", action="store_true",
+                    help="the work dirs are (reference, other) pairs, one per group of an A/B: "
+                         "summed weighted best kernels per pair, geomean ratio, paired Wilcoxon")
     ap.add_argument("--test-class", default="depthwise_conv2d",
                     help="with --pooled: the operator class tested against the rest")
     a = ap.parse_args(argv)
-    if a.pooled:
+    if a.pooled or a.sums:
         if len(a.work_dirs) < 2 or len(a.work_dirs) % 2:
-            print("ms_task_gap: --pooled takes (reference, other) pairs of work dirs",
-                  file=sys.stderr)
+            print(f"ms_task_gap: {'--sums' if a.sums else '--pooled'} takes (reference, other) "
+                  "pairs of work dirs", file=sys.stderr)
             return 2
+        if a.sums:
+            print(sums(list(zip(a.work_dirs[::2], a.work_dirs[1::2]))))
+            return 0
         runs = [load_run(d) for d in a.work_dirs]
         print(pooled(list(zip(runs[::2], runs[1::2])), a.test_class))
         return 0

@@ -118,6 +118,22 @@ def test_task_gap_pools_pairs_by_operator_class(tmp_path, capsys):
     assert main(["--pooled", *dirs[:3]]) == 2                 # pairs only
 
 
+def test_task_gap_sums_pairs_of_groups_and_tests_the_log_ratios(tmp_path, capsys):
+    from scripts.ms_task_gap import main
+
+    dirs = []
+    for seed, f in enumerate((0.5, 0.8, 0.9, 0.7, 0.6, 0.95)):  # other faster in all six
+        dirs.append(_work_dir(tmp_path / f"ref{seed}", [("conv", 2, [1e-3]), ("dw", 1, [2e-3])]))
+        dirs.append(_work_dir(tmp_path / f"oth{seed}", [("conv", 2, [f * 1e-3]), ("dw", 1, [2e-3])]))
+    assert main(["--sums", *dirs]) == 0
+    out = capsys.readouterr().out
+    assert "| ref0 | oth0 | 4.0000 | 3.0000 | 0.750 |" in out       # 2 x 1 + 2 vs 2 x 0.5 + 2
+    assert "6 pairs:" in out and "other better 6 / worse 0" in out
+    assert "p = 0.031" in out                                        # exact: 2 / 2^6
+    assert main(["--sums", *dirs[:3]]) == 2
+    assert "--sums takes (reference, other) pairs" in capsys.readouterr().err
+
+
 def test_task_gap_local_share_counts_trials_near_the_best_so_far(tmp_path):
     import json
 
