@@ -177,7 +177,9 @@ class DCOCConfig:
     elite_starts: float = 0.5     # per task: share of walkers starting from the best measured configs
     n_elites: int = 8             # per task: how many best configs walkers start from
     # ---- ablations (flags of this one algorithm; see the module docstring)
-    learn: bool = True            # False: the agents are never updated (dcoc-frozen)
+    learn: bool | None = None     # False: the agents are never updated (dcoc-frozen) | None: the
+                                  # problem's default (Problem.default_learn: True; the MetaSchedule
+                                  # strategy sets False, tvm_plugin.strategy.MS_DEFAULTS)
     proposer: str | None = None   # who proposes candidates: agents (their walks) | surrogate (the
                                   # ensemble's own search) | both (the two pooled, opt-in) | None:
                                   # the problem's default (Problem.default_proposer): agents per
@@ -268,6 +270,9 @@ class DCOCConfig:
             raise DcocError(f"DCOC program_local_share must be a number in [0, 1], got {self.program_local_share!r}")
         if self.program_local_share > 0 and self.program_local == 0:
             raise DcocError("DCOC program_local_share needs program_local > 0 (the mutants it picks from)")
+        if self.learn not in (None, True, False):  # 0 / 1 from a spec are fine
+            raise DcocError(f"DCOC learn must be true, false or unset, got {self.learn!r}")
+        self.learn = None if self.learn is None else bool(self.learn)
         if self.program_pool_only not in (True, False):  # 0 / 1 from a spec are fine
             raise DcocError(f"DCOC program_pool_only must be true or false, got {self.program_pool_only!r}")
         self.program_pool_only = bool(self.program_pool_only)
@@ -310,6 +315,8 @@ class Problem:
     default_proposer: str = "agents"
     #: the selection when ``DCOCConfig.select`` is None
     default_select: str = "confidence"
+    #: whether the agents learn when ``DCOCConfig.learn`` is None
+    default_learn: bool = True
 
     def refit(self) -> None:
         """Fit the cost model(s) on every measurement so far (no-op when nothing is new)."""
@@ -366,6 +373,7 @@ class DCOCCore:
         self.cfg = cfg
         self.proposer = cfg.proposer or problem.default_proposer  # agents | surrogate | both
         self.select = cfg.select or problem.default_select        # confidence | topk
+        self.learn = problem.default_learn if cfg.learn is None else bool(cfg.learn)
         self.rng = rng
         self.agent_seed = agent_seed
         self.agents = None
@@ -518,7 +526,7 @@ class DCOCCore:
         parts = []
         if self.proposer in ("agents", "both"):
             walk = self.agents.rollout(dims, starts, ctx, p.score, p.valid)
-            if self.cfg.learn:
+            if self.learn:
                 metrics = self.agents.update()
             else:
                 self.agents.buffer.clear()  # frozen: the walks teach nothing

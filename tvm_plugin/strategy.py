@@ -125,6 +125,28 @@ def _candidate(sch) -> Any:
 
 
 # ============================================================================ strategy
+#: DCOCConfig fields that a DCOC tuner in MetaSchedule takes where its config leaves them
+#: unset (None): the agents walk but do not learn.  Session 27's ablation on whole models
+#: (docs/RESULTS.md, "The agents and their learning in MetaSchedule"): learning showed no
+#: gain (6 groups, p = 0.31), so it is not in the default; ``learn=True`` restores it.
+MS_DEFAULTS = {"learn": False}
+
+
+def with_ms_defaults(tuner_kwargs: dict) -> dict:
+    """``tuner_kwargs`` of a DCOC-family tuner with :data:`MS_DEFAULTS` filled into the
+    unset fields of its ``config`` (a copy; the caller's config is not changed)."""
+    from dataclasses import replace
+
+    from dcoc.core import DCOCConfig
+
+    cfg = tuner_kwargs.get("config")
+    cfg = replace(cfg) if cfg is not None else DCOCConfig()
+    for k, v in MS_DEFAULTS.items():
+        if getattr(cfg, k) is None:
+            setattr(cfg, k, v)
+    return {**tuner_kwargs, "config": cfg}
+
+
 class _TunerStrategy(PySearchStrategy):
     """Implementation of :class:`TunerStrategy` (use the decorated class)."""
 
@@ -179,8 +201,10 @@ class _TunerStrategy(PySearchStrategy):
         if not self.tspace.space.knobs:  # nothing to decide: one schedule, measured once
             self.tuner = dcoc.tuners.create("grid", self.task, seed=self.task_seed)
         else:
-            self.tuner = dcoc.tuners.create(self.tuner_name, self.task, seed=self.task_seed,
-                                            **self.tuner_kwargs)
+            kw = self.tuner_kwargs
+            if self.tuner_name in dcoc.tuners.DCOC_FAMILY:
+                kw = with_ms_defaults(kw)
+            self.tuner = dcoc.tuners.create(self.tuner_name, self.task, seed=self.task_seed, **kw)
         self.features = self._program_features()
         self.sized = False        # told the tuner the run's trials per task (first batch)
         self.max_trials = int(max_trials)

@@ -788,4 +788,4 @@ def config_tag(cfg: DCOCConfig | None = None) -> str:
 
     cfg = cfg if cfg is not None else DCOCConfig()
     p = CoDesignProblem
-    return hashlib.sha256(f"{cfg!r}|{p.default_proposer}|{p.default_select}".encode()).hexdigest()[:8]
+    return hashlib.sha256(f"{cfg!r}|{p.default_proposer}|{p.default_select}|{p.default_learn}".encode()).hexdigest()[:8]

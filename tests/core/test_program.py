@@ -279,6 +279,20 @@ def test_program_pool_only_must_be_a_bool():
         DCOCConfig(program_pool_only="yes")
 
 
+def test_learn_is_a_bool_or_unset():
+    import pytest
+
+    from dcoc.errors import DcocError
+
+    assert DCOCConfig().learn is None and DCOCConfig(learn=0).learn is False
+    task = _task("a", "up")
+    assert create("dcoc", task, seed=0).core.learn is True            # the problem's default
+    assert create("dcoc-frozen", task, seed=0).core.learn is False
+    assert create("dcoc", task, seed=0, config=DCOCConfig(learn=False)).core.learn is False
+    with pytest.raises(DcocError, match="learn must be true, false or unset"):
+        DCOCConfig(learn="no")
+
+
 def test_program_local_must_be_a_whole_number():
     import pytest
 

@@ -263,3 +263,29 @@ def test_few_trials_per_task_turn_the_cold_setting_on(conv_task, cold_below):
     third = DCOCSearchStrategy(seed=0, state=strat.state)  # a second run: one task
     pre_tune(third, "task_c")
     assert third.per_task() == 10
+
+
+def test_metaschedule_defaults_fill_only_unset_fields(conv_task):
+    """MS_DEFAULTS reach a DCOC tuner in MetaSchedule where its config leaves the field
+    unset; an explicit value (or a registered ablation's variant) wins; the caller's config
+    is not changed; the per-task (VTA) default is untouched."""
+    from dcoc.core import DCOCConfig
+    from tvm_plugin.space import make_tune_context
+    from tvm_plugin.strategy import MS_DEFAULTS, DCOCSearchStrategy, with_ms_defaults
+
+    mine = DCOCConfig()
+    kw = with_ms_defaults({"config": mine, "agents": "dcoc"})
+    assert kw["agents"] == "dcoc" and mine.learn is None
+    for k, v in MS_DEFAULTS.items():
+        assert getattr(kw["config"], k) == v
+    assert with_ms_defaults({"config": DCOCConfig(learn=True)})["config"].learn is True
+    assert DCOCConfig().learn is None            # per task: Problem.default_learn (True)
+
+    et = conv_task.ms_task
+    for cfg, learn in ((None, MS_DEFAULTS.get("learn", True)), (DCOCConfig(learn=True), True)):
+        strat = DCOCSearchStrategy(seed=0, **({"config": cfg} if cfg else {}))
+        ctx = make_tune_context(et.dispatched[0], et.target, "t", strategy=strat,
+                                num_threads=2, seed=0)
+        strat._initialize_with_tune_context(ctx)
+        strat.pre_tuning(4, 4, ctx.space_generator.generate_design_space(ctx.mod), None, None)
+        assert strat.tuner.core.learn is learn
