@@ -39,7 +39,9 @@ there on 60 (model, board, seed) triples and added nothing; docs/method.md §12)
 the agents per task and in MetaSchedule, the surrogate in whole-model co-design (the
 agents were ablated there on ResNet-18, MobileNetV2 and VGG-16 and added nothing;
 docs/method.md §12).  The ``surrogate`` reference tuner is ``proposer="surrogate",
-select="topk"``.
+select="topk"``.  ``learn=None`` (the default) takes :attr:`Problem.default_learn` (True);
+the MetaSchedule strategy sets False where a config leaves it unset
+(``tvm_plugin.strategy.MS_DEFAULTS``: no gain from learning on whole models, session 27).
 """
 from __future__ import annotations
 

@@ -488,6 +488,9 @@ over MobileNetV2's 33 tasks) every batch of a task with fewer than 32 measuremen
 ranked from 64 x n candidates by one program-feature model shared across the run's
 tasks (``dcoc.core.COLD_SETTING``, docs/method.md §13); pass ``max_trials_global`` so the
 share is computed on the run's total.  ``config=DCOCConfig(cold_below=0)`` turns it off.
+
+The agents walk but are not updated unless the config sets ``learn=True``
+(:data:`MS_DEFAULTS`; docs/method.md §10).
 """
 
 
