@@ -63,21 +63,16 @@ def _best_records(work_dir: str):
 
 def _recorded(rows_files, dirs) -> dict:
     """{dir: best_ms the benchmark recorded} for dirs named like the bench names them."""
-    from scripts.bench_metaschedule import run_dir_name
+    from scripts.bench_metaschedule import read_rows, run_dir_name
 
     want = {os.path.basename(os.path.normpath(d)): d for d in dirs}
     out = {}
-    for path in rows_files or []:
-        with open(path, encoding="utf-8") as f:
-            for ln in f:
-                if not ln.strip():
-                    continue
-                r = json.loads(ln)
-                if "budget" not in r or "seed" not in r:
-                    continue
-                name = run_dir_name(r["workload"], r["budget"], r["seed"], r["strategy"])
-                if name in want:
-                    out[want[name]] = r["best_ms"]
+    for r in read_rows(rows_files or []):
+        if "budget" not in r or "seed" not in r:
+            continue
+        name = run_dir_name(r["workload"], r["budget"], r["seed"], r["strategy"])
+        if name in want:
+            out[want[name]] = r["best_ms"]
     return out
 
 
