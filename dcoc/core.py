@@ -272,14 +272,23 @@ class DCOCConfig:
             raise DcocError(f"DCOC program_local_share must be a number in [0, 1], got {self.program_local_share!r}")
         if self.program_local_share > 0 and self.program_local == 0:
             raise DcocError("DCOC program_local_share needs program_local > 0 (the mutants it picks from)")
-        if self.learn not in (None, True, False):  # 0 / 1 from a spec are fine
-            raise DcocError(f"DCOC learn must be true, false or unset, got {self.learn!r}")
-        self.learn = None if self.learn is None else bool(self.learn)
-        if self.program_pool_only not in (True, False):  # 0 / 1 from a spec are fine
-            raise DcocError(f"DCOC program_pool_only must be true or false, got {self.program_pool_only!r}")
-        self.program_pool_only = bool(self.program_pool_only)
+        self.learn = _flag("learn", self.learn, unset_ok=True)
+        self.program_pool_only = _flag("program_pool_only", self.program_pool_only)
         if self.select is not None and self.select not in SELECTS:
             raise DcocError(f"unknown DCOC selection '{self.select}'; choose one of {', '.join(SELECTS)}")
+
+
+def _flag(name: str, value, unset_ok: bool = False):
+    """A DCOCConfig switch as a bool (0 / 1 from a spec are fine; None kept where
+    ``unset_ok``), or a one-line DcocError naming it."""
+    from dcoc.errors import DcocError
+
+    if value is None and unset_ok:
+        return None
+    if value not in (True, False):
+        unset = ", or unset" if unset_ok else ""
+        raise DcocError(f"DCOC {name} must be true or false{unset}, got {value!r}")
+    return bool(value)
 
 
 def program_ensemble(cfg: DCOCConfig, seed: int):

@@ -112,7 +112,7 @@ def _strategy(spec: str, seed: int, population: int):
                          tuner_kwargs=tuner_kwargs(name, kw) if kw else None)
 
 
-def _load_model(name: str):
+def load_model(name: str):
     """(Model with weights, ONNX source for ONNX Runtime) of a benchmark model."""
     from dcoc.runner import _ort_source
     from tvm_plugin.frontend import load
@@ -202,7 +202,7 @@ def _tune_task(task, strategy, cost_model, budget, seed, builder, runner, work_d
             "tune_s": wall, "_kernel": _best_kernel(db, ctx.mod, et.target)}
 
 
-def _time_models(exes: dict, target, model, onnx_src, inputs: dict, threads: int,
+def time_models(exes: dict, target, model, onnx_src, inputs: dict, threads: int,
                  rounds: int = 3) -> dict:
     """Compiled models and ONNX Runtime timed in alternating rounds (median of 3 timings
     of >= 100 ms each; fastest round kept): {strategy or "onnxruntime": ms}. ``onnx_src``:
@@ -277,7 +277,7 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
             if w in MODELS:
                 from tvm_plugin.build import random_inputs
 
-                model, src = _load_model(w)
+                model, src = load_model(w)
                 inputs = random_inputs(model.input_shapes, model.input_dtypes, seed=0)
                 models[w] = (model, src, inputs)
                 emit(  # a first, stand-alone ONNX Runtime timing (each group re-times it)
@@ -322,7 +322,7 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
                     exes = {r["strategy"]: r.pop("_exe") for r in group if "_exe" in r}
                     if exes:
                         model, src, inputs = models[w]
-                        t = _time_models(exes, target.tvm, model, src, inputs, threads)
+                        t = time_models(exes, target.tvm, model, src, inputs, threads)
                         for r in group:
                             r["best_ms"], r["ort_ms"] = t[r["strategy"]], t["onnxruntime"]
                     for r in group:

@@ -5,7 +5,7 @@ Each work directory that ``python -m scripts.bench_metaschedule ... --work-dir D
 (MetaSchedule's JSON database, ``ms_tasks.json``, ``result.json``) is compiled again as
 ``tune_model`` compiled it -- the best record of every task, the tasks its ``result.json``
 lists as kept untuned left untuned -- and all executables are then timed by the
-benchmark's own interleaved timing (``_time_models``: alternating rounds, each a median of
+benchmark's own interleaved timing (``time_models``: alternating rounds, each a median of
 3 timings of >= 100 ms, the fastest round kept), ``--passes`` times over.  Printed: each
 dir's latency per pass and the latency the benchmark recorded for it (``best_ms`` in
 ``--rows``, matched by work-dir name), the spread across passes, and for ``--pairs A B``
@@ -36,6 +36,7 @@ def _best_records(work_dir: str):
     from tvm.s_tir import meta_schedule as ms
 
     from dcoc.search.msdb import task_names
+    from tvm_plugin.tune import copy_record
 
     kept = set()
     res = os.path.join(work_dir, "result.json")
@@ -54,10 +55,7 @@ def _best_records(work_dir: str):
         top = db.get_top_k(rec.workload, 1)
         if not len(top):
             continue
-        best = top[0]
-        wl = out.commit_workload(best.workload.mod)
-        out.commit_tuning_record(ms.database.TuningRecord(best.trace, wl, best.run_secs,
-                                                          best.target, best.args_info))
+        copy_record(out, top[0])
     return out, kept
 
 
@@ -78,14 +76,14 @@ def _recorded(rows_files, dirs) -> dict:
 
 def retime(workload: str, dirs, passes: int = 3, rounds: int = 3, log=print) -> dict:
     """{dir: [ms per pass]} plus ``"onnxruntime"``: every dir compiled once, then timed
-    interleaved ``passes`` times over by the benchmark's _time_models."""
-    from scripts.bench_metaschedule import _load_model, _time_models
+    interleaved ``passes`` times over by the benchmark's time_models."""
+    from scripts.bench_metaschedule import load_model, time_models
     from tvm_plugin.build import compile_model, preload_tensor_intrin, random_inputs
     from tvm_plugin.frontend import resolve_target
 
     preload_tensor_intrin()
     target = resolve_target("llvm")
-    model, src = _load_model(workload)
+    model, src = load_model(workload)
     inputs = random_inputs(model.input_shapes, model.input_dtypes, seed=0)
     threads = int(target.tvm.attrs.get("num-cores", 1))
     exes = {}
@@ -99,7 +97,7 @@ def retime(workload: str, dirs, passes: int = 3, rounds: int = 3, log=print) -> 
     out = {d: [] for d in dirs}
     out["onnxruntime"] = []
     for _ in range(passes):
-        t = _time_models(exes, target.tvm, model, src, inputs, threads, rounds=rounds)
+        t = time_models(exes, target.tvm, model, src, inputs, threads, rounds=rounds)
         for k, v in t.items():
             out[k].append(v)
         prog.update(1)

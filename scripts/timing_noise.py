@@ -2,7 +2,7 @@
 one and the same compiled model land under the benchmark's own procedure.
 
 ``scripts.bench_metaschedule`` times the compiled models of a group (and ONNX Runtime) in
-alternating rounds (``_time_models``) and reports per-group latency ratios.  This script
+alternating rounds (``time_models``) and reports per-group latency ratios.  This script
 tunes one model briefly (``--trials``, DCOC, ``--seed``), then times that executable
 
 * stand-alone, ``--repeats`` times in a row (``measure_latency``, median of 3 timings), and
@@ -24,7 +24,7 @@ import time
 
 
 def main(argv=None) -> int:
-    from scripts.bench_metaschedule import MODELS, _load_model, _time_models
+    from scripts.bench_metaschedule import MODELS, load_model, time_models
 
     ap = argparse.ArgumentParser(prog="python -m scripts.timing_noise",
                                  description=__doc__.split("\n\n")[0])
@@ -41,7 +41,7 @@ def main(argv=None) -> int:
 
     tgt = resolve_target("llvm")
     threads = int(tgt.tvm.attrs.get("num-cores", 1))
-    model, src = _load_model(args.model)
+    model, src = load_model(args.model)
     inputs = random_inputs(model.input_shapes, model.input_dtypes, seed=0)
     arrays = [inputs[n] for n in model.input_shapes]
     t0 = time.time()
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
           + f"  (max / min {max(alone) / min(alone):.3f})", flush=True)
     logs = []
     for i in range(args.groups):
-        t = _time_models({"x": ex, "y": ex}, tgt.tvm, model, src, inputs, threads)
+        t = time_models({"x": ex, "y": ex}, tgt.tvm, model, src, inputs, threads)
         logs.append(math.log(t["x"] / t["y"]))
         print(f"A/A group {i}: x {t['x']:.4f} ms, y {t['y']:.4f} ms, x / y {t['x'] / t['y']:.3f}, "
               f"ONNX Runtime {t['onnxruntime']:.4f} ms", flush=True)

@@ -539,10 +539,18 @@ def _drop_slower_than_untuned(db, ctxs, task_info, target, margin: float = 0.05)
         if faster_untuned:
             kept.append(info["name"])
             continue
-        wl = out.commit_workload(ctx.mod)
-        out.commit_tuning_record(ms.database.TuningRecord(rec.trace, wl, rec.run_secs,
-                                                          rec.target, rec.args_info))
+        copy_record(out, rec, ctx.mod)
     return out, kept
+
+
+def copy_record(db, rec, mod=None) -> None:
+    """Commit a copy of the tuning record ``rec`` (of ``mod``, by default its own
+    workload's module) into the database ``db``."""
+    from tvm.s_tir import meta_schedule as ms
+
+    wl = db.commit_workload(rec.workload.mod if mod is None else mod)
+    db.commit_tuning_record(ms.database.TuningRecord(rec.trace, wl, rec.run_secs,
+                                                     rec.target, rec.args_info))
 
 
 def MEASURE_CALLBACKS() -> list:  # noqa: N802

@@ -289,7 +289,7 @@ def test_learn_is_a_bool_or_unset():
     assert create("dcoc", task, seed=0).core.learn is True            # the problem's default
     assert create("dcoc-frozen", task, seed=0).core.learn is False
     assert create("dcoc", task, seed=0, config=DCOCConfig(learn=False)).core.learn is False
-    with pytest.raises(DcocError, match="learn must be true, false or unset"):
+    with pytest.raises(DcocError, match="learn must be true or false, or unset"):
         DCOCConfig(learn="no")
 
 
