@@ -203,7 +203,7 @@ def _tune_task(task, strategy, cost_model, budget, seed, builder, runner, work_d
 
 
 def time_models(exes: dict, target, model, onnx_src, inputs: dict, threads: int,
-                 rounds: int = 3) -> dict:
+                rounds: int = 3) -> dict:
     """Compiled models and ONNX Runtime timed in alternating rounds (median of 3 timings
     of >= 100 ms each; fastest round kept): {strategy or "onnxruntime": ms}. ``onnx_src``:
     the ONNX model as a path or serialized bytes (what ONNX Runtime's session takes)."""
