@@ -153,9 +153,13 @@ class _TunerStrategy(PySearchStrategy):
     def __init__(self, tuner: str = "dcoc", seed: int = 0, tuner_kwargs: dict | None = None,
                  warm_start: bool = True, max_proposals: int = 8, state: dict | None = None,
                  max_trials_global: int | None = None):
+        from dcoc.tuners import DCOC_FAMILY
+
         self.tuner_name = tuner
         self.seed = int(seed)
         self.tuner_kwargs = dict(tuner_kwargs or {})
+        if tuner in DCOC_FAMILY:  # resolved once per strategy (idempotent for clones)
+            self.tuner_kwargs = with_ms_defaults(self.tuner_kwargs)
         self.warm_start = bool(warm_start)
         self.max_proposals = int(max_proposals)
         self.state = state if state is not None else {}
@@ -201,10 +205,8 @@ class _TunerStrategy(PySearchStrategy):
         if not self.tspace.space.knobs:  # nothing to decide: one schedule, measured once
             self.tuner = dcoc.tuners.create("grid", self.task, seed=self.task_seed)
         else:
-            kw = self.tuner_kwargs
-            if self.tuner_name in dcoc.tuners.DCOC_FAMILY:
-                kw = with_ms_defaults(kw)
-            self.tuner = dcoc.tuners.create(self.tuner_name, self.task, seed=self.task_seed, **kw)
+            self.tuner = dcoc.tuners.create(self.tuner_name, self.task, seed=self.task_seed,
+                                            **self.tuner_kwargs)
         self.features = self._program_features()
         self.sized = False        # told the tuner the run's trials per task (first batch)
         self.max_trials = int(max_trials)
