@@ -17,6 +17,17 @@ dir's latency per pass and the latency the benchmark recorded for it (``best_ms`
 
 ``--pair-by SUFFIX`` pairs every dir ending in ``SUFFIX`` with the dir of the same group
 (model, budget, seed) ending in the reference strategy (``--ref``, default ``dcoc``).
+Over two or more pairs a last line gives the paired read-out: per pair the ratio of the
+medians of the passes, their geomean, A faster / slower, and the exact two-sided paired
+Wilcoxon test on the logs.
+
+``--times F.json [F.json ...]`` re-reads the raw times an earlier ``--out`` wrote instead of
+timing again (no TVM, seconds): several workloads' files are merged, and dirs in
+``--pairs`` may be given by name (e.g. the read-out of docs/RESULTS.md's session-29
+paragraph)::
+
+    python -m scripts.ms_retime --times docs/data/ms_retime_s29_mobilenetv2.json \
+        docs/data/ms_retime_s29_resnet18.json --pair-by dcoc --ref evolutionary
 """
 from __future__ import annotations
 
@@ -109,9 +120,57 @@ def _spread(v) -> float:
     return max(v) / min(v) if v and min(v) > 0 else math.nan
 
 
+def _name(d: str) -> str:
+    return os.path.basename(os.path.normpath(d))
+
+
+def load_times(files) -> dict:
+    """{dir: [ms per pass]} merged from the ``.json`` files of earlier ``--out`` runs; each
+    file's ``onnxruntime`` entry is kept as ``onnxruntime (<file name>)`` when several are
+    merged."""
+    out: dict = {}
+    for f in files:
+        if not os.path.isfile(f):
+            from dcoc.errors import DcocError
+            raise DcocError(f"no such times file: {f}")
+        with open(f, encoding="utf-8") as fh:
+            t = json.load(fh)
+        for k, v in t.items():
+            if k == "onnxruntime" and len(files) > 1:
+                k = f"onnxruntime ({_name(f)})"
+            out[k] = v
+    return out
+
+
+def _resolve(times: dict, d: str) -> str:
+    """The key of ``times`` that is ``d`` or, failing that, the one dir named ``d``."""
+    if d in times:
+        return d
+    hits = [k for k in times if _name(k) == _name(d)]
+    if len(hits) != 1:
+        from dcoc.errors import DcocError
+        raise DcocError(f"--pairs: {d} is {'not' if not hits else 'ambiguously'} among the "
+                        "timed dirs")
+    return hits[0]
+
+
+def pair_summary(times: dict, pairs) -> str:
+    """Paired read-out over ``pairs``: per pair the ratio of the medians of the passes (A/B),
+    their geomean, A faster / slower, exact two-sided paired Wilcoxon on the logs."""
+    from dcoc.stats import fmt_p, paired_test
+
+    la = [math.log(statistics.median(times[a])) for a, _ in pairs]
+    lb = [math.log(statistics.median(times[b])) for _, b in pairs]
+    pt = paired_test(lb, la)
+    gm = math.exp(statistics.mean(x - y for x, y in zip(la, lb)))
+    return (f"{len(pairs)} pairs, A / B on the medians of the passes: geomean {gm:.3f}, "
+            f"A faster {pt.better} / slower {pt.worse}, exact two-sided paired Wilcoxon on "
+            f"the logs p = {fmt_p(pt.p)}")
+
+
 def report(times: dict, recorded: dict, pairs) -> str:
-    name = lambda d: os.path.basename(os.path.normpath(d))  # noqa: E731
-    n = len(times["onnxruntime"])
+    name = _name
+    n = max(len(v) for v in times.values())
     lines = ["| run | " + " | ".join(f"pass {i + 1} ms" for i in range(n)) +
              " | max/min | recorded ms | recorded / median |",
              "|---|" + "---|" * (n + 3)]
@@ -130,6 +189,8 @@ def report(times: dict, recorded: dict, pairs) -> str:
             rec_s = f"{rec:.3f}" if rec else "-"
             lines.append(f"| {name(a)} / {name(b)} | " + " | ".join(f"{x:.3f}" for x in r) +
                          f" | {rec_s} | {_spread(r):.3f} |")
+        if len(pairs) > 1:
+            lines += ["", pair_summary(times, pairs)]
     return "\n".join(lines)
 
 
@@ -148,9 +209,12 @@ def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m scripts.ms_retime", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("dirs", nargs="+", help="work dirs kept by bench_metaschedule --work-dir")
-    p.add_argument("--workload", required=True, help="the benchmark's whole-model workload "
-                   "the dirs tuned (small_cnn, transformer, mobilenetv2, resnet18)")
+    p.add_argument("dirs", nargs="*", help="work dirs kept by bench_metaschedule --work-dir "
+                   "(with --times: which of the read dirs to show; default all)")
+    p.add_argument("--workload", help="the benchmark's whole-model workload the dirs tuned "
+                   "(small_cnn, transformer, mobilenetv2, resnet18); needed unless --times")
+    p.add_argument("--times", nargs="+", help="read the raw times (.json) of earlier --out "
+                   "runs instead of timing again (no TVM); several files are merged")
     p.add_argument("--passes", type=int, default=3, help="interleaved timings of all models")
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds per timing "
                    "(the benchmark's 3)")
@@ -158,19 +222,34 @@ def main(argv=None) -> int:
     p.add_argument("--pairs", nargs="*", default=[], help="A B [A B ...]: dirs to compare")
     p.add_argument("--pair-by", help="pair each dir ending in _SUFFIX with its group's --ref dir")
     p.add_argument("--ref", default="dcoc", help="reference strategy of --pair-by (dir suffix)")
-    p.add_argument("--out", help="also write the table (markdown) and raw times (.json) here")
+    p.add_argument("--out", help="also write the table (markdown) here and, when timing, the "
+                   "raw times next to it (same name, .json)")
     a = p.parse_args(argv)
     try:
-        for d in a.dirs:
-            if not os.path.isdir(d):
-                raise DcocError(f"not a work directory: {d}")
         if len(a.pairs) % 2:
             raise DcocError("--pairs takes dirs two by two (A B)")
+        if a.times:
+            times = load_times(a.times)
+            if a.dirs:
+                keep = {_resolve(times, d) for d in a.dirs}
+                times = {k: v for k, v in times.items() if k in keep or k.startswith("onnxruntime")}
+            dirs = [k for k in times if not k.startswith("onnxruntime")]
+        else:
+            if not a.dirs or not a.workload:
+                raise DcocError("give the work dirs and --workload (or --times to re-read "
+                                "earlier timings)")
+            for d in a.dirs:
+                if not os.path.isdir(d):
+                    raise DcocError(f"not a work directory: {d}")
+            dirs = a.dirs
         pairs = list(zip(a.pairs[::2], a.pairs[1::2]))
         if a.pair_by:
-            pairs += _pairs_by(a.dirs, a.pair_by.replace(":", "_"), a.ref.replace(":", "_"))
-        times = retime(a.workload, a.dirs, a.passes, a.rounds, log=lambda s: print(s, file=sys.stderr))
-        text = report(times, _recorded(a.rows, a.dirs), pairs)
+            pairs += _pairs_by(dirs, a.pair_by.replace(":", "_"), a.ref.replace(":", "_"))
+        if not a.times:
+            times = retime(a.workload, dirs, a.passes, a.rounds,
+                           log=lambda s: print(s, file=sys.stderr))
+        pairs = [(_resolve(times, x), _resolve(times, y)) for x, y in pairs]
+        text = report(times, _recorded(a.rows, dirs), pairs)
     except DcocError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -178,8 +257,9 @@ def main(argv=None) -> int:
     if a.out:
         with open(a.out, "w", encoding="utf-8") as f:
             f.write(text + "\n")
-        with open(os.path.splitext(a.out)[0] + ".json", "w", encoding="utf-8") as f:
-            json.dump(times, f, indent=1)
+        if not a.times:  # a read-out never rewrites raw times (it might be reading them)
+            with open(os.path.splitext(a.out)[0] + ".json", "w", encoding="utf-8") as f:
+                json.dump(times, f, indent=1)
     return 0
 
 

@@ -208,3 +208,36 @@ def test_retime_report_pairs_groups_and_compares_with_the_recorded_latency(tmp_p
     assert "| mobilenetv2_256_1_dcoc | 2.0000 | 2.2000 | 1.100 | 2.0000 | 0.952 |" in text
     # pass ratios 1.000 and 0.500, recorded 1.500, spread 2.000
     assert "| 1.000 | 0.500 | 1.500 | 2.000 |" in text
+
+
+def test_retime_reads_earlier_times_back_and_sums_up_the_pairs(tmp_path, capsys):
+    """ms_retime --times (no TVM): several workloads' raw times merged, pairs named by dir
+    name or found by --pair-by, the paired read-out on the medians of the passes; a missing
+    file is a one-line error; a read-out never rewrites the raw times."""
+    import json
+
+    from scripts.ms_retime import main
+
+    a = {"/x/m_256_1_dcoc": [1.0, 0.9, 0.8], "/x/m_256_1_evolutionary": [1.0, 1.0, 1.0],
+         "/x/m_256_2_dcoc": [2.0, 2.0, 2.0], "/x/m_256_2_evolutionary": [1.0, 1.0, 1.0],
+         "onnxruntime": [0.3, 0.3, 0.3]}
+    b = {"/y/r_256_1_dcoc": [0.5, 0.5, 0.5], "/y/r_256_1_evolutionary": [1.0, 1.0, 1.0],
+         "onnxruntime": [0.2, 0.2, 0.2]}
+    fa, fb = tmp_path / "a.json", tmp_path / "b.json"
+    fa.write_text(json.dumps(a))
+    fb.write_text(json.dumps(b))
+    out = tmp_path / "t.md"
+    assert main(["--times", str(fa), str(fb), "--pair-by", "dcoc", "--ref", "evolutionary",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "| onnxruntime (a.json) | 0.3000 |" in text and "| onnxruntime (b.json) |" in text
+    # medians 0.9/1, 2/1, 0.5/1 -> geomean (0.9 * 2 * 0.5) ** (1/3) = 0.965; faster 2 / slower 1
+    assert "3 pairs, A / B on the medians of the passes: geomean 0.965, A faster 2 / slower 1" in text
+    assert out.read_text().strip() == text.strip()
+    assert json.loads(fa.read_text()) == a and not (tmp_path / "t.json").exists()
+    assert main(["--times", str(fa), "--pairs", "m_256_2_dcoc", "m_256_1_dcoc"]) == 0
+    assert "| m_256_2_dcoc / m_256_1_dcoc | 2.000 | 2.222 | 2.500 | - |" in capsys.readouterr().out
+    assert main(["--times", str(fa), "--pairs", "m_256_9_dcoc", "m_256_1_dcoc"]) == 2
+    assert "m_256_9_dcoc is not among the timed dirs" in capsys.readouterr().err
+    assert main(["--times", str(tmp_path / "none.json")]) == 2
+    assert "no such times file" in capsys.readouterr().err
