@@ -38,6 +38,7 @@ import os
 import statistics
 import sys
 
+from dcoc.errors import DcocError
 from dcoc.progress import Progress
 
 
@@ -127,18 +128,23 @@ def _name(d: str) -> str:
 def load_times(files) -> dict:
     """{dir: [ms per pass]} merged from the ``.json`` files of earlier ``--out`` runs; each
     file's ``onnxruntime`` entry is kept as ``onnxruntime (<file name>)`` when several are
-    merged."""
+    merged; a dir timed in two of the files is an error (which timing would count?)."""
     out: dict = {}
+    src: dict = {}
     for f in files:
         if not os.path.isfile(f):
-            from dcoc.errors import DcocError
             raise DcocError(f"no such times file: {f}")
-        with open(f, encoding="utf-8") as fh:
-            t = json.load(fh)
+        try:
+            with open(f, encoding="utf-8") as fh:
+                t = json.load(fh)
+        except ValueError as e:
+            raise DcocError(f"{f} is not a times file of ms_retime --out ({e})") from None
         for k, v in t.items():
             if k == "onnxruntime" and len(files) > 1:
                 k = f"onnxruntime ({_name(f)})"
-            out[k] = v
+            if k in out:
+                raise DcocError(f"{_name(k)} is timed in both {src[k]} and {f}: read one of them")
+            out[k], src[k] = v, f
     return out
 
 
@@ -148,7 +154,6 @@ def _resolve(times: dict, d: str) -> str:
         return d
     hits = [k for k in times if _name(k) == _name(d)]
     if len(hits) != 1:
-        from dcoc.errors import DcocError
         raise DcocError(f"--pairs: {d} is {'not' if not hits else 'ambiguously'} among the "
                         "timed dirs")
     return hits[0]
@@ -205,8 +210,6 @@ def _pairs_by(dirs, suffix: str, ref: str):
 
 
 def main(argv=None) -> int:
-    from dcoc.errors import DcocError
-
     p = argparse.ArgumentParser(prog="python -m scripts.ms_retime", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dirs", nargs="*", help="work dirs kept by bench_metaschedule --work-dir "
@@ -245,10 +248,11 @@ def main(argv=None) -> int:
         pairs = list(zip(a.pairs[::2], a.pairs[1::2]))
         if a.pair_by:
             pairs += _pairs_by(dirs, a.pair_by.replace(":", "_"), a.ref.replace(":", "_"))
+        known = times if a.times else dict.fromkeys(dirs)  # checked before minutes of timing
+        pairs = [(_resolve(known, x), _resolve(known, y)) for x, y in pairs]
         if not a.times:
             times = retime(a.workload, dirs, a.passes, a.rounds,
                            log=lambda s: print(s, file=sys.stderr))
-        pairs = [(_resolve(times, x), _resolve(times, y)) for x, y in pairs]
         text = report(times, _recorded(a.rows, dirs), pairs)
     except DcocError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -241,3 +241,7 @@ def test_retime_reads_earlier_times_back_and_sums_up_the_pairs(tmp_path, capsys)
     assert "m_256_9_dcoc is not among the timed dirs" in capsys.readouterr().err
     assert main(["--times", str(tmp_path / "none.json")]) == 2
     assert "no such times file" in capsys.readouterr().err
+    assert main(["--times", str(fa), str(fa)]) == 2  # the same dir timed twice
+    assert "m_256_1_dcoc is timed in both" in capsys.readouterr().err
+    assert main([str(tmp_path), "--workload", "mobilenetv2", "--pairs", "x", "y"]) == 2
+    assert "x is not among the timed dirs" in capsys.readouterr().err  # before any timing
