@@ -108,10 +108,18 @@ def paired_test(reference, other, lower_is_better: bool = True) -> Paired:
     return Paired(len(a), better, worse, float(np.median(d)), p)
 
 
+def ratio_test(reference, other) -> tuple[float, Paired]:
+    """(geomean of other / reference, paired test on the logs) over paired positive values
+    (latencies): the read-out of the MetaSchedule A/Bs (lower is better)."""
+    la = np.log(np.asarray(reference, dtype=np.float64))
+    lb = np.log(np.asarray(other, dtype=np.float64))
+    return float(np.exp(np.mean(lb - la))), paired_test(la, lb)
+
+
 def fmt_p(p: float) -> str:
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return "n/a"
     return "<0.001" if p < 1e-3 else f"{p:.3f}"
 
 
-__all__ = ["ALPHA", "Paired", "fmt_median_iqr", "fmt_p", "median_iqr", "paired_test"]
+__all__ = ["ALPHA", "Paired", "fmt_median_iqr", "fmt_p", "median_iqr", "paired_test", "ratio_test"]

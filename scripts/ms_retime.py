@@ -42,6 +42,10 @@ from dcoc.errors import DcocError
 from dcoc.progress import Progress
 
 
+def _name(d: str) -> str:
+    return os.path.basename(os.path.normpath(d))
+
+
 def _best_records(work_dir: str):
     """A MemoryDatabase holding what tune_model compiled from ``work_dir``: each task's best
     record, except the tasks its result.json lists as kept untuned."""
@@ -75,7 +79,7 @@ def _recorded(rows_files, dirs) -> dict:
     """{dir: best_ms the benchmark recorded} for dirs named like the bench names them."""
     from scripts.bench_metaschedule import read_rows, run_dir_name
 
-    want = {os.path.basename(os.path.normpath(d)): d for d in dirs}
+    want = {_name(d): d for d in dirs}
     out = {}
     for r in read_rows(rows_files or []):
         if "budget" not in r or "seed" not in r:
@@ -103,7 +107,7 @@ def retime(workload: str, dirs, passes: int = 3, rounds: int = 3, log=print) -> 
     for d in dirs:
         db, kept = _best_records(d)
         exes[d], report = compile_model(db, model.mod, target.tvm)
-        log(f"{os.path.basename(os.path.normpath(d))}: {len(report['tuned'])} tuned functions, "
+        log(f"{_name(d)}: {len(report['tuned'])} tuned functions, "
             f"{len(report['untuned'])} untuned (kept untuned: {', '.join(sorted(kept)) or '-'})")
         prog.update(1)
     out = {d: [] for d in dirs}
@@ -119,10 +123,6 @@ def retime(workload: str, dirs, passes: int = 3, rounds: int = 3, log=print) -> 
 
 def _spread(v) -> float:
     return max(v) / min(v) if v and min(v) > 0 else math.nan
-
-
-def _name(d: str) -> str:
-    return os.path.basename(os.path.normpath(d))
 
 
 def load_times(files) -> dict:
@@ -162,12 +162,10 @@ def _resolve(times: dict, d: str) -> str:
 def pair_summary(times: dict, pairs) -> str:
     """Paired read-out over ``pairs``: per pair the ratio of the medians of the passes (A/B),
     their geomean, A faster / slower, exact two-sided paired Wilcoxon on the logs."""
-    from dcoc.stats import fmt_p, paired_test
+    from dcoc.stats import fmt_p, ratio_test
 
-    la = [math.log(statistics.median(times[a])) for a, _ in pairs]
-    lb = [math.log(statistics.median(times[b])) for _, b in pairs]
-    pt = paired_test(lb, la)
-    gm = math.exp(statistics.mean(x - y for x, y in zip(la, lb)))
+    gm, pt = ratio_test([statistics.median(times[b]) for _, b in pairs],
+                        [statistics.median(times[a]) for a, _ in pairs])
     return (f"{len(pairs)} pairs, A / B on the medians of the passes: geomean {gm:.3f}, "
             f"A faster {pt.better} / slower {pt.worse}, exact two-sided paired Wilcoxon on "
             f"the logs p = {fmt_p(pt.p)}")
@@ -202,7 +200,7 @@ def report(times: dict, recorded: dict, pairs) -> str:
 def _pairs_by(dirs, suffix: str, ref: str):
     """(dir ending in suffix, dir of the same group ending in ref)."""
     def group(d, end):
-        n = os.path.basename(os.path.normpath(d))
+        n = _name(d)
         return n[: -len(end) - 1] if n.endswith("_" + end) else None
     refs = {group(d, ref): d for d in dirs if group(d, ref)}
     return [(d, refs[group(d, suffix)]) for d in dirs
