@@ -48,10 +48,7 @@ import sys
 
 from dcoc.errors import DcocError
 from dcoc.progress import Progress
-
-
-def _name(d: str) -> str:
-    return os.path.basename(os.path.normpath(d))
+from scripts.bench_metaschedule import dir_name, read_rows, run_dir_name
 
 
 def _best_records(work_dir: str):
@@ -85,9 +82,7 @@ def _best_records(work_dir: str):
 
 def _recorded(rows_files, dirs) -> dict:
     """{dir: best_ms the benchmark recorded} for dirs named like the bench names them."""
-    from scripts.bench_metaschedule import read_rows, run_dir_name
-
-    want = {_name(d): d for d in dirs}
+    want = {dir_name(d): d for d in dirs}
     out = {}
     for r in read_rows(rows_files or []):
         if "budget" not in r or "seed" not in r:
@@ -115,7 +110,7 @@ def retime(workload: str, dirs, passes: int = 3, rounds: int = 3, log=print) -> 
     for d in dirs:
         db, kept = _best_records(d)
         exes[d], report = compile_model(db, model.mod, target.tvm)
-        log(f"{_name(d)}: {len(report['tuned'])} tuned functions, "
+        log(f"{dir_name(d)}: {len(report['tuned'])} tuned functions, "
             f"{len(report['untuned'])} untuned (kept untuned: {', '.join(sorted(kept)) or '-'})")
         prog.update(1)
     out = {d: [] for d in dirs}
@@ -149,9 +144,10 @@ def load_times(files) -> dict:
             raise DcocError(f"{f} is not a times file of ms_retime --out ({e})") from None
         for k, v in t.items():
             if k == "onnxruntime" and len(files) > 1:
-                k = f"onnxruntime ({_name(f)})"
+                k = f"onnxruntime ({dir_name(f)})"
             if k in out:
-                raise DcocError(f"{_name(k)} is timed in both {src[k]} and {f}: read one of them")
+                raise DcocError(f"{dir_name(k)} is timed in both {src[k]} and {f}: read one "
+                                "of them")
             out[k], src[k] = v, f
     return out
 
@@ -160,7 +156,7 @@ def _resolve(times: dict, d: str) -> str:
     """The key of ``times`` that is ``d`` or, failing that, the one dir named ``d``."""
     if d in times:
         return d
-    hits = [k for k in times if _name(k) == _name(d)]
+    hits = [k for k in times if dir_name(k) == dir_name(d)]
     if len(hits) != 1:
         raise DcocError(f"--pairs: {d} is {'not' if not hits else 'ambiguously'} among the "
                         "timed dirs")
@@ -187,7 +183,8 @@ def load_timings(files) -> list[tuple[str, dict]]:
     out = []
     for f in files:
         t = load_times([f])
-        out.append((_name(f), {(k if k == "onnxruntime" else _name(k)): v for k, v in t.items()}))
+        out.append((dir_name(f), {k if k == "onnxruntime" else dir_name(k): v
+                                  for k, v in t.items()}))
     return out
 
 
@@ -219,7 +216,7 @@ def combine_readout(files, pairs, pair_by: str | None, ref: str) -> str:
 
 
 def report(times: dict, recorded: dict, pairs) -> str:
-    name = _name
+    name = dir_name
     n = max(len(v) for v in times.values())
     lines = ["| run | " + " | ".join(f"pass {i + 1} ms" for i in range(n)) +
              " | max/min | recorded ms | recorded / median |",
@@ -247,7 +244,7 @@ def report(times: dict, recorded: dict, pairs) -> str:
 def _pairs_by(dirs, suffix: str, ref: str):
     """(dir ending in suffix, dir of the same group ending in ref)."""
     def group(d, end):
-        n = _name(d)
+        n = dir_name(d)
         return n[: -len(end) - 1] if n.endswith("_" + end) else None
     refs = {group(d, ref): d for d in dirs if group(d, ref)}
     return [(d, refs[group(d, suffix)]) for d in dirs
