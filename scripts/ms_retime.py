@@ -200,18 +200,16 @@ def combine_readout(files, pairs, pair_by: str | None, ref: str) -> str:
         pairs += _pairs_by(list(union), pair_by.replace(":", "_"), ref.replace(":", "_"))
     if not pairs:
         raise DcocError("--combine needs --pairs or --pair-by")
-    lines = ["| A / B | " + " | ".join(n for n, _ in timings) + " | combined |",
-             "|---|" + "---|" * (len(timings) + 1)]
+    lines = ["| A / B | ratio in each re-timing (file order) | combined |", "|---|---|---|"]
     ratios = []
     for a, b in pairs:
-        r = [statistics.median(t[a]) / statistics.median(t[b]) if a in t and b in t else None
-             for _, t in timings]
-        got = [x for x in r if x is not None]
+        got = [statistics.median(t[a]) / statistics.median(t[b])
+               for _, t in timings if a in t and b in t]
         if not got:
             raise DcocError(f"no times file times both {a} and {b}")
         ratios.append(math.exp(statistics.fmean(math.log(x) for x in got)))
-        lines.append(f"| {a} / {b} | " + " | ".join("-" if x is None else f"{x:.3f}" for x in r)
-                     + f" | {ratios[-1]:.3f} |")
+        lines.append(f"| {a} / {b} | " + ", ".join(f"{x:.3f}" for x in got) +
+                     f" | {ratios[-1]:.3f} |")
     return "\n".join(lines + ["", _summary(ratios, "combined over the re-timings")])
 
 

@@ -265,7 +265,7 @@ def test_retime_combine_averages_ratios_taken_within_each_retiming(tmp_path, cap
                  "m_256_1_evolutionary"]) == 0
     text = capsys.readouterr().out
     # 1/2 in one re-timing, 1/0.5 in the other: geomean sqrt(0.5 * 2) = 1
-    assert "| m_256_1_dcoc / m_256_1_evolutionary | 0.500 | 2.000 | 1.000 |" in text
+    assert "| m_256_1_dcoc / m_256_1_evolutionary | 0.500, 2.000 | 1.000 |" in text
     assert "1 pairs, A / B combined over the re-timings: geomean 1.000" in text
     # seed 2's dirs are timed, but never in one re-timing: no ratio across two timings
     assert main(["--combine", "--times", str(f1), str(f2), "--pair-by", "dcoc",
