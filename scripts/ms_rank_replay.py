@@ -43,6 +43,8 @@ import sys
 
 import numpy as np
 
+from scripts.bench_metaschedule import dir_name
+
 
 def featurize_dirs(dirs: list[str]) -> dict:
     """{workload hash: {"name", "X" [n, 2 x 164], "thr" [n]}}: every valid record's program
@@ -60,7 +62,7 @@ def featurize_dirs(dirs: list[str]) -> dict:
     extractor = ms.feature_extractor.PerStoreFeature()
     bar = Progress(len(dirs), "featurizing", unit="work dir", every=1)
     for run, d in enumerate(dirs):
-        bar.update(run, os.path.basename(os.path.normpath(d)))
+        bar.update(run, dir_name(d))
         names = task_names(d)
         db = ms.database.JSONDatabase(path_workload=os.path.join(d, WORKLOADS_FILE),
                                       path_tuning_record=os.path.join(d, RECORDS_FILE),

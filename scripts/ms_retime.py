@@ -28,6 +28,14 @@ paragraph)::
 
     python -m scripts.ms_retime --times docs/data/ms_retime_s29_mobilenetv2.json \
         docs/data/ms_retime_s29_resnet18.json --pair-by dcoc --ref evolutionary
+
+``--combine`` reads each ``--times`` file as one interleaved re-timing of its own: a dir
+may then be timed in several files (matched by dir name), a pair's ratio is taken within
+each file that times both its dirs (never across two timings) and the pair's figure is the
+geomean of those ratios -- several re-timings averaged, e.g. sessions 29 and 30::
+
+    python -m scripts.ms_retime --combine --times docs/data/ms_retime_s29_resnet18.json \
+        docs/data/ms_retime_s30_resnet18.json --pair-by dcoc --ref evolutionary
 """
 from __future__ import annotations
 
@@ -40,10 +48,7 @@ import sys
 
 from dcoc.errors import DcocError
 from dcoc.progress import Progress
-
-
-def _name(d: str) -> str:
-    return os.path.basename(os.path.normpath(d))
+from scripts.bench_metaschedule import dir_name, read_rows, run_dir_name
 
 
 def _best_records(work_dir: str):
@@ -77,9 +82,7 @@ def _best_records(work_dir: str):
 
 def _recorded(rows_files, dirs) -> dict:
     """{dir: best_ms the benchmark recorded} for dirs named like the bench names them."""
-    from scripts.bench_metaschedule import read_rows, run_dir_name
-
-    want = {_name(d): d for d in dirs}
+    want = {dir_name(d): d for d in dirs}
     out = {}
     for r in read_rows(rows_files or []):
         if "budget" not in r or "seed" not in r:
@@ -107,7 +110,7 @@ def retime(workload: str, dirs, passes: int = 3, rounds: int = 3, log=print) -> 
     for d in dirs:
         db, kept = _best_records(d)
         exes[d], report = compile_model(db, model.mod, target.tvm)
-        log(f"{_name(d)}: {len(report['tuned'])} tuned functions, "
+        log(f"{dir_name(d)}: {len(report['tuned'])} tuned functions, "
             f"{len(report['untuned'])} untuned (kept untuned: {', '.join(sorted(kept)) or '-'})")
         prog.update(1)
     out = {d: [] for d in dirs}
@@ -141,9 +144,10 @@ def load_times(files) -> dict:
             raise DcocError(f"{f} is not a times file of ms_retime --out ({e})") from None
         for k, v in t.items():
             if k == "onnxruntime" and len(files) > 1:
-                k = f"onnxruntime ({_name(f)})"
+                k = f"onnxruntime ({dir_name(f)})"
             if k in out:
-                raise DcocError(f"{_name(k)} is timed in both {src[k]} and {f}: read one of them")
+                raise DcocError(f"{dir_name(k)} is timed in both {src[k]} and {f}: read one "
+                                "of them")
             out[k], src[k] = v, f
     return out
 
@@ -152,7 +156,7 @@ def _resolve(times: dict, d: str) -> str:
     """The key of ``times`` that is ``d`` or, failing that, the one dir named ``d``."""
     if d in times:
         return d
-    hits = [k for k in times if _name(k) == _name(d)]
+    hits = [k for k in times if dir_name(k) == dir_name(d)]
     if len(hits) != 1:
         raise DcocError(f"--pairs: {d} is {'not' if not hits else 'ambiguously'} among the "
                         "timed dirs")
@@ -162,17 +166,55 @@ def _resolve(times: dict, d: str) -> str:
 def pair_summary(times: dict, pairs) -> str:
     """Paired read-out over ``pairs``: per pair the ratio of the medians of the passes (A/B),
     their geomean, A faster / slower, exact two-sided paired Wilcoxon on the logs."""
+    return _summary([statistics.median(times[a]) / statistics.median(times[b])
+                     for a, b in pairs], "on the medians of the passes")
+
+
+def _summary(ratios, how: str) -> str:
     from dcoc.stats import fmt_p, ratio_test
 
-    gm, pt = ratio_test([statistics.median(times[b]) for _, b in pairs],
-                        [statistics.median(times[a]) for a, _ in pairs])
-    return (f"{len(pairs)} pairs, A / B on the medians of the passes: geomean {gm:.3f}, "
-            f"A faster {pt.better} / slower {pt.worse}, exact two-sided paired Wilcoxon on "
-            f"the logs p = {fmt_p(pt.p)}")
+    gm, pt = ratio_test([1.0] * len(ratios), ratios)
+    return (f"{len(ratios)} pairs, A / B {how}: geomean {gm:.3f}, A faster {pt.better} / "
+            f"slower {pt.worse}, exact two-sided paired Wilcoxon on the logs p = {fmt_p(pt.p)}")
+
+
+def load_timings(files) -> list[tuple[str, dict]]:
+    """[(file name, {dir name: [ms per pass]})]: each file one re-timing, kept apart."""
+    out = []
+    for f in files:
+        t = load_times([f])
+        out.append((dir_name(f), {k if k == "onnxruntime" else dir_name(k): v
+                                  for k, v in t.items()}))
+    return out
+
+
+def combine_readout(files, pairs, pair_by: str | None, ref: str) -> str:
+    """--combine: per pair (dirs by name) its ratio of pass medians within each file that
+    times both dirs, the pair's figure the geomean of those; table and paired read-out."""
+    if not files:
+        raise DcocError("--combine reads --times files")
+    timings = load_timings(files)
+    union = {k: v for _, t in timings for k, v in t.items() if k != "onnxruntime"}
+    pairs = [(_resolve(union, x), _resolve(union, y)) for x, y in pairs]
+    if pair_by:
+        pairs += _pairs_by(list(union), pair_by.replace(":", "_"), ref.replace(":", "_"))
+    if not pairs:
+        raise DcocError("--combine needs --pairs or --pair-by")
+    lines = ["| A / B | ratio in each re-timing (file order) | combined |", "|---|---|---|"]
+    ratios = []
+    for a, b in pairs:
+        got = [statistics.median(t[a]) / statistics.median(t[b])
+               for _, t in timings if a in t and b in t]
+        if not got:
+            raise DcocError(f"no times file times both {a} and {b}")
+        ratios.append(math.exp(statistics.fmean(math.log(x) for x in got)))
+        lines.append(f"| {a} / {b} | " + ", ".join(f"{x:.3f}" for x in got) +
+                     f" | {ratios[-1]:.3f} |")
+    return "\n".join(lines + ["", _summary(ratios, "combined over the re-timings")])
 
 
 def report(times: dict, recorded: dict, pairs) -> str:
-    name = _name
+    name = dir_name
     n = max(len(v) for v in times.values())
     lines = ["| run | " + " | ".join(f"pass {i + 1} ms" for i in range(n)) +
              " | max/min | recorded ms | recorded / median |",
@@ -200,7 +242,7 @@ def report(times: dict, recorded: dict, pairs) -> str:
 def _pairs_by(dirs, suffix: str, ref: str):
     """(dir ending in suffix, dir of the same group ending in ref)."""
     def group(d, end):
-        n = _name(d)
+        n = dir_name(d)
         return n[: -len(end) - 1] if n.endswith("_" + end) else None
     refs = {group(d, ref): d for d in dirs if group(d, ref)}
     return [(d, refs[group(d, suffix)]) for d in dirs
@@ -216,6 +258,9 @@ def main(argv=None) -> int:
                    "(small_cnn, transformer, mobilenetv2, resnet18); needed unless --times")
     p.add_argument("--times", nargs="+", help="read the raw times (.json) of earlier --out "
                    "runs instead of timing again (no TVM); several files are merged")
+    p.add_argument("--combine", action="store_true", help="with --times: each file is one "
+                   "re-timing; a pair's figure is the geomean of its ratios in the files "
+                   "that time both its dirs")
     p.add_argument("--passes", type=int, default=3, help="interleaved timings of all models")
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds per timing "
                    "(the benchmark's 3)")
@@ -229,29 +274,11 @@ def main(argv=None) -> int:
     try:
         if len(a.pairs) % 2:
             raise DcocError("--pairs takes dirs two by two (A B)")
-        if a.times:
-            times = load_times(a.times)
-            if a.dirs:
-                keep = {_resolve(times, d) for d in a.dirs}
-                times = {k: v for k, v in times.items() if k in keep or k.startswith("onnxruntime")}
-            dirs = [k for k in times if not k.startswith("onnxruntime")]
+        if a.combine:
+            text = combine_readout(a.times, list(zip(a.pairs[::2], a.pairs[1::2])),
+                                   a.pair_by, a.ref)
         else:
-            if not a.dirs or not a.workload:
-                raise DcocError("give the work dirs and --workload (or --times to re-read "
-                                "earlier timings)")
-            for d in a.dirs:
-                if not os.path.isdir(d):
-                    raise DcocError(f"not a work directory: {d}")
-            dirs = a.dirs
-        pairs = list(zip(a.pairs[::2], a.pairs[1::2]))
-        if a.pair_by:
-            pairs += _pairs_by(dirs, a.pair_by.replace(":", "_"), a.ref.replace(":", "_"))
-        known = times if a.times else dict.fromkeys(dirs)  # checked before minutes of timing
-        pairs = [(_resolve(known, x), _resolve(known, y)) for x, y in pairs]
-        if not a.times:
-            times = retime(a.workload, dirs, a.passes, a.rounds,
-                           log=lambda s: print(s, file=sys.stderr))
-        text = report(times, _recorded(a.rows, dirs), pairs)
+            text = _readout(a)
     except DcocError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -259,10 +286,37 @@ def main(argv=None) -> int:
     if a.out:
         with open(a.out, "w", encoding="utf-8") as f:
             f.write(text + "\n")
-        if not a.times:  # a read-out never rewrites raw times (it might be reading them)
-            with open(os.path.splitext(a.out)[0] + ".json", "w", encoding="utf-8") as f:
-                json.dump(times, f, indent=1)
     return 0
+
+
+def _readout(a) -> str:
+    """Time the dirs (or re-read --times) and report; writes the raw times next to --out."""
+    if a.times:
+        times = load_times(a.times)
+        if a.dirs:
+            keep = {_resolve(times, d) for d in a.dirs}
+            times = {k: v for k, v in times.items() if k in keep or k.startswith("onnxruntime")}
+        dirs = [k for k in times if not k.startswith("onnxruntime")]
+    else:
+        if not a.dirs or not a.workload:
+            raise DcocError("give the work dirs and --workload (or --times to re-read "
+                            "earlier timings)")
+        for d in a.dirs:
+            if not os.path.isdir(d):
+                raise DcocError(f"not a work directory: {d}")
+        dirs = a.dirs
+    pairs = list(zip(a.pairs[::2], a.pairs[1::2]))
+    if a.pair_by:
+        pairs += _pairs_by(dirs, a.pair_by.replace(":", "_"), a.ref.replace(":", "_"))
+    known = times if a.times else dict.fromkeys(dirs)  # checked before minutes of timing
+    pairs = [(_resolve(known, x), _resolve(known, y)) for x, y in pairs]
+    if not a.times:
+        times = retime(a.workload, dirs, a.passes, a.rounds,
+                       log=lambda s: print(s, file=sys.stderr))
+    if a.out and not a.times:  # a read-out never rewrites raw times (it may read them)
+        with open(os.path.splitext(a.out)[0] + ".json", "w", encoding="utf-8") as f:
+            json.dump(times, f, indent=1)
+    return report(times, _recorded(a.rows, dirs), pairs)
 
 
 if __name__ == "__main__":

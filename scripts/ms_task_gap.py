@@ -50,6 +50,8 @@ import os
 import statistics
 import sys
 
+from scripts.bench_metaschedule import dir_name
+
 
 def load_run(work_dir: str) -> dict:
     """{task name: {"weight", "flop", "costs" (seconds, measurement order, None = failed)}}."""
@@ -183,8 +185,8 @@ def sums(pairs: list[tuple[str, str]]) -> str:
         a, b = t["a"]["sum_ms"], t["b"]["sum_ms"]
         sums_a.append(a)
         sums_b.append(b)
-        out.append(f"| {os.path.basename(os.path.normpath(da))} | "
-                   f"{os.path.basename(os.path.normpath(db))} | {a:.4f} | {b:.4f} | {b / a:.3f} |")
+        out.append(f"| {dir_name(da)} | "
+                   f"{dir_name(db)} | {a:.4f} | {b:.4f} | {b / a:.3f} |")
     gm, pt = ratio_test(sums_a, sums_b)
     out += ["", f"{len(pairs)} pairs: geomean other/ref {gm:.3f}, other better {pt.better} / "
                 f"worse {pt.worse}, exact two-sided paired Wilcoxon on the logs p = {fmt_p(pt.p)}"]
@@ -253,7 +255,7 @@ def main(argv=None) -> int:
         runs = [load_run(d) for d in a.work_dirs]
         print(pooled(list(zip(runs[::2], runs[1::2])), a.test_class))
         return 0
-    labels = a.labels or [os.path.basename(os.path.normpath(d)) for d in a.work_dirs]
+    labels = a.labels or [dir_name(d) for d in a.work_dirs]
     if len(labels) != len(a.work_dirs) or len(labels) < 2:
         print("ms_task_gap: give two or more work dirs and as many labels", file=sys.stderr)
         return 2

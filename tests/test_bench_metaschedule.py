@@ -245,3 +245,33 @@ def test_retime_reads_earlier_times_back_and_sums_up_the_pairs(tmp_path, capsys)
     assert "m_256_1_dcoc is timed in both" in capsys.readouterr().err
     assert main([str(tmp_path), "--workload", "mobilenetv2", "--pairs", "x", "y"]) == 2
     assert "x is not among the timed dirs" in capsys.readouterr().err  # before any timing
+
+
+def test_retime_combine_averages_ratios_taken_within_each_retiming(tmp_path, capsys):
+    """ms_retime --combine --times: each file one re-timing; a pair's ratio is taken inside
+    each file that times both dirs (never across files), then geomeaned over the files."""
+    import json
+
+    from scripts.ms_retime import main
+
+    one = {"/s28/m_256_1_dcoc": [1.0, 1.0, 1.0], "/s28/m_256_1_evolutionary": [2.0, 2.0, 2.0],
+           "/s28/m_256_2_dcoc": [3.0, 3.0, 3.0], "onnxruntime": [0.3, 0.3, 0.3]}
+    two = {"/s28/m_256_1_dcoc": [1.0, 1.0, 1.0], "/s28/m_256_1_evolutionary": [0.5, 0.5, 0.5],
+           "/s29/m_256_2_evolutionary": [1.0, 1.0, 1.0], "onnxruntime": [0.2, 0.2, 0.2]}
+    f1, f2 = tmp_path / "one.json", tmp_path / "two.json"
+    f1.write_text(json.dumps(one))
+    f2.write_text(json.dumps(two))
+    assert main(["--combine", "--times", str(f1), str(f2), "--pairs", "m_256_1_dcoc",
+                 "m_256_1_evolutionary"]) == 0
+    text = capsys.readouterr().out
+    # 1/2 in one re-timing, 1/0.5 in the other: geomean sqrt(0.5 * 2) = 1
+    assert "| m_256_1_dcoc / m_256_1_evolutionary | 0.500, 2.000 | 1.000 |" in text
+    assert "1 pairs, A / B combined over the re-timings: geomean 1.000" in text
+    # seed 2's dirs are timed, but never in one re-timing: no ratio across two timings
+    assert main(["--combine", "--times", str(f1), str(f2), "--pair-by", "dcoc",
+                 "--ref", "evolutionary"]) == 2
+    assert "no times file times both m_256_2_dcoc and m_256_2_evolutionary" in capsys.readouterr().err
+    assert main(["--combine", "--times", str(f1)]) == 2
+    assert "--combine needs --pairs or --pair-by" in capsys.readouterr().err
+    assert main(["--combine", "--pairs", "a", "b"]) == 2
+    assert "--combine reads --times files" in capsys.readouterr().err
