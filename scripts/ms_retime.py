@@ -275,6 +275,8 @@ def main(argv=None) -> int:
         if len(a.pairs) % 2:
             raise DcocError("--pairs takes dirs two by two (A B)")
         if a.combine:
+            if a.dirs or a.workload:
+                raise DcocError("--combine re-reads --times files only: no dirs or --workload")
             text = combine_readout(a.times, list(zip(a.pairs[::2], a.pairs[1::2])),
                                    a.pair_by, a.ref)
         else:

@@ -275,3 +275,7 @@ def test_retime_combine_averages_ratios_taken_within_each_retiming(tmp_path, cap
     assert "--combine needs --pairs or --pair-by" in capsys.readouterr().err
     assert main(["--combine", "--pairs", "a", "b"]) == 2
     assert "--combine reads --times files" in capsys.readouterr().err
+    assert main(["--combine", "--times", str(f1), str(tmp_path), "--pair-by", "dcoc"]) == 2
+    assert "no such times file" in capsys.readouterr().err  # a dir given as a times file
+    assert main([str(tmp_path), "--combine", "--times", str(f1), "--pair-by", "dcoc"]) == 2
+    assert "--combine re-reads --times files only" in capsys.readouterr().err
