@@ -214,7 +214,6 @@ def combine_readout(files, pairs, pair_by: str | None, ref: str) -> str:
 
 
 def report(times: dict, recorded: dict, pairs) -> str:
-    name = dir_name
     n = max(len(v) for v in times.values())
     lines = ["| run | " + " | ".join(f"pass {i + 1} ms" for i in range(n)) +
              " | max/min | recorded ms | recorded / median |",
@@ -222,7 +221,7 @@ def report(times: dict, recorded: dict, pairs) -> str:
     for d, v in times.items():
         rec = recorded.get(d)
         med = statistics.median(v)
-        lines.append(f"| {name(d)} | " + " | ".join(f"{x:.4f}" for x in v) +
+        lines.append(f"| {dir_name(d)} | " + " | ".join(f"{x:.4f}" for x in v) +
                      f" | {_spread(v):.3f} | " +
                      (f"{rec:.4f} | {rec / med:.3f} |" if rec else "- | - |"))
     if pairs:
@@ -232,7 +231,7 @@ def report(times: dict, recorded: dict, pairs) -> str:
             r = [x / y for x, y in zip(times[a], times[b])]
             rec = (recorded[a] / recorded[b]) if a in recorded and b in recorded else None
             rec_s = f"{rec:.3f}" if rec else "-"
-            lines.append(f"| {name(a)} / {name(b)} | " + " | ".join(f"{x:.3f}" for x in r) +
+            lines.append(f"| {dir_name(a)} / {dir_name(b)} | " + " | ".join(f"{x:.3f}" for x in r) +
                          f" | {rec_s} | {_spread(r):.3f} |")
         if len(pairs) > 1:
             lines += ["", pair_summary(times, pairs)]

@@ -185,8 +185,7 @@ def sums(pairs: list[tuple[str, str]]) -> str:
         a, b = t["a"]["sum_ms"], t["b"]["sum_ms"]
         sums_a.append(a)
         sums_b.append(b)
-        out.append(f"| {dir_name(da)} | "
-                   f"{dir_name(db)} | {a:.4f} | {b:.4f} | {b / a:.3f} |")
+        out.append(f"| {dir_name(da)} | {dir_name(db)} | {a:.4f} | {b:.4f} | {b / a:.3f} |")
     gm, pt = ratio_test(sums_a, sums_b)
     out += ["", f"{len(pairs)} pairs: geomean other/ref {gm:.3f}, other better {pt.better} / "
                 f"worse {pt.worse}, exact two-sided paired Wilcoxon on the logs p = {fmt_p(pt.p)}"]
