@@ -279,3 +279,27 @@ def test_retime_combine_averages_ratios_taken_within_each_retiming(tmp_path, cap
     assert "no such times file" in capsys.readouterr().err  # a dir given as a times file
     assert main([str(tmp_path), "--combine", "--times", str(f1), "--pair-by", "dcoc"]) == 2
     assert "--combine re-reads --times files only" in capsys.readouterr().err
+
+
+def test_whole_model_p_value_tests_the_log_ratios_not_raw_latencies():
+    """Models 100x apart in latency: a raw-latency Wilcoxon ranks the large model's small
+    relative loss above the small model's large relative wins; the read-out tests the logs,
+    as its geomean ratio does (and as ms_retime does)."""
+    from dcoc.stats import fmt_p, paired_test, ratio_test
+
+    rows = []
+    for w, base, ratios in (("small_cnn", 1.0, (0.90, 0.89, 0.88, 0.87)),
+                            ("transformer", 100.0, (1.02, 1.03))):
+        for seed, f in enumerate(ratios):
+            for s, m in (("evolutionary", 1.0), ("dcoc", f)):
+                rows.append({"workload": w, "task": w, "budget": 256, "seed": seed,
+                             "strategy": s, "best_ms": base * m, "tune_s": 10.0})
+    ref = [r["best_ms"] for r in rows if r["strategy"] == "evolutionary"]
+    oth = [r["best_ms"] for r in rows if r["strategy"] == "dcoc"]
+    logs, raw = ratio_test(ref, oth)[1].p, paired_test(ref, oth).p
+    assert fmt_p(logs) != fmt_p(raw)
+    line = next(ln for ln in model_targets(rows) if ln.startswith("| 256 | dcoc |"))
+    assert line.split("|")[7].strip() == fmt_p(logs)
+    line = next(ln for ln in model_ablations(rows, ref="evolutionary")
+                if ln.startswith("| 256 | dcoc |"))
+    assert line.split("|")[6].strip() == fmt_p(logs)
