@@ -400,12 +400,28 @@ def _model_runs(rows: list[dict]) -> dict:
     return per
 
 
+def _vs_ref(per: dict, ref: str):
+    """Per budget (sorted) and strategy other than ``ref`` sharing (model, seed) pairs with it
+    (``per`` from :func:`_model_runs`): ``(budget, strategy, keys, refs, runs, latency
+    ratio, paired test on the log latencies)``."""
+    from dcoc.stats import ratio_test
+
+    for b in sorted(per):
+        refs = per[b].get(ref, {})
+        for s, rs in per[b].items():
+            keys = [k for k in rs if k in refs]
+            if s != ref and keys:
+                lr, t = ratio_test([refs[k]["best_ms"] for k in keys],
+                                   [rs[k]["best_ms"] for k in keys])
+                yield b, s, keys, refs, rs, lr, t
+
+
 def model_targets(rows: list[dict], ref: str = "evolutionary", target_lat: float = 0.95,
                   target_time: float = 0.5) -> list[str]:
     """Per budget and strategy, over every (model, seed): geomean latency and tuning-time
     ratios vs ``ref``, a paired Wilcoxon test on the logs of the latencies (the test of the
     geomean ratio, as in ``scripts.ms_retime``), and the issue-13 target."""
-    from dcoc.stats import fmt_p, ratio_test
+    from dcoc.stats import fmt_p
 
     per = _model_runs(rows)
     if not per:
@@ -415,19 +431,11 @@ def model_targets(rows: list[dict], ref: str = "evolutionary", target_lat: float
            f"{target_lat} with tuning time <= {target_time}x):", "",
            "| budget | strategy | pairs | latency ratio | time ratio | better/worse | p | target |",
            "|---|---|---|---|---|---|---|---|"]
-    for b in sorted(per):
-        refs = per[b].get(ref, {})
-        for s, rs in per[b].items():
-            if s == ref:
-                continue
-            keys = [k for k in rs if k in refs]
-            if not keys:
-                continue
-            lr, t = ratio_test([refs[k]["best_ms"] for k in keys], [rs[k]["best_ms"] for k in keys])
-            tr = _gmean([rs[k]["tune_s"] / refs[k]["tune_s"] for k in keys])
-            met = "met" if lr <= target_lat and tr <= target_time else "not met"
-            out.append(f"| {b} | {s} | {len(keys)} | {lr:.3f} | {tr:.3f} | {t.better}/{t.worse} | "
-                       f"{fmt_p(t.p)} | {met} |")
+    for b, s, keys, refs, rs, lr, t in _vs_ref(per, ref):
+        tr = _gmean([rs[k]["tune_s"] / refs[k]["tune_s"] for k in keys])
+        met = "met" if lr <= target_lat and tr <= target_time else "not met"
+        out.append(f"| {b} | {s} | {len(keys)} | {lr:.3f} | {tr:.3f} | {t.better}/{t.worse} | "
+                   f"{fmt_p(t.p)} | {met} |")
     return out
 
 
@@ -435,24 +443,17 @@ def model_ablations(rows: list[dict], ref: str = "dcoc") -> list[str]:
     """DCOC variants (specs ``dcoc:...`` and other dcoc tuners) against ``ref`` on the same
     (model, seed) pairs: geomean latency ratio and a paired Wilcoxon test on the logs of the
     latencies, per budget."""
-    from dcoc.stats import fmt_p, ratio_test
+    from dcoc.stats import fmt_p
 
-    per = _model_runs(rows)
     out = []
-    for b in sorted(per):
-        refs = per[b].get(ref, {})
-        for s, rs in per[b].items():
-            if s == ref or not s.startswith("dcoc"):
-                continue
-            keys = [k for k in rs if k in refs]
-            if not keys:
-                continue
-            if not out:
-                out = ["", f"DCOC ablations on whole models, vs {ref} (ratio < 1: the variant "
-                       "is faster):", "", "| budget | variant | pairs | latency ratio | "
-                       "better/worse | p |", "|---|---|---|---|---|---|"]
-            lr, t = ratio_test([refs[k]["best_ms"] for k in keys], [rs[k]["best_ms"] for k in keys])
-            out.append(f"| {b} | {s} | {len(keys)} | {lr:.3f} | {t.better}/{t.worse} | {fmt_p(t.p)} |")
+    for b, s, keys, _, _, lr, t in _vs_ref(_model_runs(rows), ref):
+        if not s.startswith("dcoc"):
+            continue
+        if not out:
+            out = ["", f"DCOC ablations on whole models, vs {ref} (ratio < 1: the variant "
+                   "is faster):", "", "| budget | variant | pairs | latency ratio | "
+                   "better/worse | p |", "|---|---|---|---|---|---|"]
+        out.append(f"| {b} | {s} | {len(keys)} | {lr:.3f} | {t.better}/{t.worse} | {fmt_p(t.p)} |")
     return out
 
 
