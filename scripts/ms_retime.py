@@ -17,9 +17,12 @@ dir's latency per pass and the latency the benchmark recorded for it (``best_ms`
 
 ``--pair-by SUFFIX`` pairs every dir ending in ``SUFFIX`` with the dir of the same group
 (model, budget, seed) ending in the reference strategy (``--ref``, default ``dcoc``).
-Over two or more pairs a last line gives the paired read-out: per pair the ratio of the
+Over two or more pairs a line gives the paired read-out: per pair the ratio of the
 medians of the passes, their geomean, A faster / slower, and the exact two-sided paired
-Wilcoxon test on the logs.
+Wilcoxon test on the logs.  When every pair is two runs of one group, a table by workload
+follows -- each workload's geomean over its groups (and, with ``--rows``, of the tuning-time
+ratios) and the geomean over the workloads, each model weighed once: the figure the
+issue's whole-model target is stated in.
 
 ``--times F.json [F.json ...]`` re-reads the raw times an earlier ``--out`` wrote instead of
 timing again (no TVM, seconds): several workloads' files are merged, and dirs in
@@ -43,6 +46,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import sys
 
@@ -80,17 +84,64 @@ def _best_records(work_dir: str):
     return out, kept
 
 
-def _recorded(rows_files, dirs) -> dict:
-    """{dir: best_ms the benchmark recorded} for dirs named like the bench names them."""
+def _recorded(rows_files, dirs, key: str = "best_ms", log=None) -> dict:
+    """{dir: the row's ``key`` (best_ms: the latency the benchmark recorded; tune_s: its
+    tuning time)} for dirs named like the bench names them.  A dir name that two rows with
+    different values carry (e.g. two sessions' runs of one group, rows files passed together)
+    is left out -- which run was re-timed is unknowable from the name -- and named via
+    ``log``."""
     want = {dir_name(d): d for d in dirs}
-    out = {}
+    seen: dict = {}
     for r in read_rows(rows_files or []):
-        if "budget" not in r or "seed" not in r:
+        if "budget" not in r or "seed" not in r or key not in r:
             continue
         name = run_dir_name(r["workload"], r["budget"], r["seed"], r["strategy"])
         if name in want:
-            out[want[name]] = r["best_ms"]
-    return out
+            seen.setdefault(want[name], set()).add(r[key])
+    clash = sorted(dir_name(d) for d, v in seen.items() if len(v) > 1)
+    if clash and log:
+        log(f"rows: {', '.join(clash)} each match several runs' rows ({key} differs); "
+            "left out")
+    return {d: next(iter(v)) for d, v in seen.items() if len(v) == 1}
+
+
+_RUN = re.compile(r"^(?P<workload>.+?)_(?P<budget>\d+)_(?P<seed>\d+)_(?P<strategy>.+)$")
+
+
+def _group_of(d: str):
+    """(workload, budget, seed) of a run dir named by ``run_dir_name``, else None."""
+    m = _RUN.match(dir_name(d))
+    return (m["workload"], int(m["budget"]), int(m["seed"])) if m else None
+
+
+def by_model(pairs, ratios, tune: dict | None = None) -> str:
+    """The whole-model read-out the issue's target is stated in: per workload the geomean of
+    its groups' A / B ratios (and of their tuning-time ratios, where ``tune`` -- {dir:
+    tune_s} -- has both runs of every pair), then the geomean over the workloads, each model
+    weighed once however many groups it has.  Empty unless every pair is two runs of one
+    group (model, budget, seed)."""
+    groups = [(_group_of(a), _group_of(b)) for a, b in pairs]
+    if not pairs or any(x is None or x != y for x, y in groups):
+        return ""
+    gm = lambda v: math.exp(statistics.fmean(math.log(x) for x in v))  # noqa: E731
+    per: dict = {}
+    for (g, _), (a, b), r in zip(groups, pairs, ratios):
+        t = tune.get(a) / tune[b] if tune and a in tune and b in tune else None
+        per.setdefault(g[0], []).append((r, t))
+    has_t = all(t is not None for v in per.values() for _, t in v)
+    lines = ["| workload | groups | A / B (geomean over its groups) |" +
+             (" tuning time A / B |" if has_t else ""),
+             "|---|---|---|" + ("---|" if has_t else "")]
+    models, times = [], []
+    for w, v in per.items():
+        models.append(gm([r for r, _ in v]))
+        lines.append(f"| {w} | {len(v)} | {models[-1]:.3f} |" +
+                     (f" {gm([t for _, t in v]):.3f} |" if has_t else ""))
+        if has_t:
+            times.append(gm([t for _, t in v]))
+    return "\n".join(lines + ["", f"by workload: geomean over the {len(models)} workloads "
+                               f"{gm(models):.3f}" + (f", tuning time A / B {gm(times):.3f}"
+                                                     if has_t else "")])
 
 
 def retime(workload: str, dirs, passes: int = 3, rounds: int = 3, log=print) -> dict:
@@ -163,11 +214,17 @@ def _resolve(times: dict, d: str) -> str:
     return hits[0]
 
 
-def pair_summary(times: dict, pairs) -> str:
+def pair_summary(times: dict, pairs, tune: dict | None = None) -> str:
     """Paired read-out over ``pairs``: per pair the ratio of the medians of the passes (A/B),
-    their geomean, A faster / slower, exact two-sided paired Wilcoxon on the logs."""
-    return _summary([statistics.median(times[a]) / statistics.median(times[b])
-                     for a, b in pairs], "on the medians of the passes")
+    their geomean, A faster / slower, exact two-sided paired Wilcoxon on the logs; then the
+    read-out by workload (``by_model``)."""
+    ratios = [statistics.median(times[a]) / statistics.median(times[b]) for a, b in pairs]
+    return _with_models(_summary(ratios, "on the medians of the passes"), pairs, ratios, tune)
+
+
+def _with_models(text: str, pairs, ratios, tune) -> str:
+    models = by_model(pairs, ratios, tune)
+    return text + ("\n\n" + models if models else "")
 
 
 def _summary(ratios, how: str) -> str:
@@ -188,7 +245,7 @@ def load_timings(files) -> list[tuple[str, dict]]:
     return out
 
 
-def combine_readout(files, pairs, pair_by: str | None, ref: str) -> str:
+def combine_readout(files, pairs, pair_by: str | None, ref: str, rows=None) -> str:
     """--combine: per pair (dirs by name) its ratio of pass medians within each file that
     times both dirs, the pair's figure the geomean of those; table and paired read-out."""
     if not files:
@@ -210,10 +267,13 @@ def combine_readout(files, pairs, pair_by: str | None, ref: str) -> str:
         ratios.append(math.exp(statistics.fmean(math.log(x) for x in got)))
         lines.append(f"| {a} / {b} | " + ", ".join(f"{x:.3f}" for x in got) +
                      f" | {ratios[-1]:.3f} |")
-    return "\n".join(lines + ["", _summary(ratios, "combined over the re-timings")])
+    tune = _recorded(rows, [d for p in pairs for d in p], "tune_s",
+                     log=lambda s: print(s, file=sys.stderr))
+    return _with_models("\n".join(lines + ["", _summary(ratios, "combined over the "
+                                                         "re-timings")]), pairs, ratios, tune)
 
 
-def report(times: dict, recorded: dict, pairs) -> str:
+def report(times: dict, recorded: dict, pairs, tune: dict | None = None) -> str:
     n = max(len(v) for v in times.values())
     lines = ["| run | " + " | ".join(f"pass {i + 1} ms" for i in range(n)) +
              " | max/min | recorded ms | recorded / median |",
@@ -234,7 +294,7 @@ def report(times: dict, recorded: dict, pairs) -> str:
             lines.append(f"| {dir_name(a)} / {dir_name(b)} | " + " | ".join(f"{x:.3f}" for x in r) +
                          f" | {rec_s} | {_spread(r):.3f} |")
         if len(pairs) > 1:
-            lines += ["", pair_summary(times, pairs)]
+            lines += ["", pair_summary(times, pairs, tune)]
     return "\n".join(lines)
 
 
@@ -263,7 +323,8 @@ def main(argv=None) -> int:
     p.add_argument("--passes", type=int, default=3, help="interleaved timings of all models")
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds per timing "
                    "(the benchmark's 3)")
-    p.add_argument("--rows", nargs="*", help="the benchmark's rows (.jsonl): recorded latency")
+    p.add_argument("--rows", nargs="*", help="the benchmark's rows (.jsonl): recorded latency "
+                   "per dir and, in the read-out by workload, the tuning-time ratio")
     p.add_argument("--pairs", nargs="*", default=[], help="A B [A B ...]: dirs to compare")
     p.add_argument("--pair-by", help="pair each dir ending in _SUFFIX with its group's --ref dir")
     p.add_argument("--ref", default="dcoc", help="reference strategy of --pair-by (dir suffix)")
@@ -277,7 +338,7 @@ def main(argv=None) -> int:
             if a.dirs or a.workload:
                 raise DcocError("--combine re-reads --times files only: no dirs or --workload")
             text = combine_readout(a.times, list(zip(a.pairs[::2], a.pairs[1::2])),
-                                   a.pair_by, a.ref)
+                                   a.pair_by, a.ref, a.rows)
         else:
             text = _readout(a)
     except DcocError as e:
@@ -317,7 +378,9 @@ def _readout(a) -> str:
     if a.out and not a.times:  # a read-out never rewrites raw times (it may read them)
         with open(os.path.splitext(a.out)[0] + ".json", "w", encoding="utf-8") as f:
             json.dump(times, f, indent=1)
-    return report(times, _recorded(a.rows, dirs), pairs)
+    log = lambda s: print(s, file=sys.stderr)  # noqa: E731
+    return report(times, _recorded(a.rows, dirs, log=log), pairs,
+                  _recorded(a.rows, dirs, "tune_s", log=log))
 
 
 if __name__ == "__main__":

@@ -303,3 +303,49 @@ def test_whole_model_p_value_tests_the_log_ratios_not_raw_latencies():
     line = next(ln for ln in model_ablations(rows, ref="evolutionary")
                 if ln.startswith("| 256 | dcoc |"))
     assert line.split("|")[6].strip() == fmt_p(logs)
+
+
+def test_retime_reads_out_by_workload_and_leaves_out_ambiguous_rows(tmp_path, capsys):
+    """ms_retime's read-out by workload: each model's geomean over its groups, then the
+    geomean over models (a model with two groups weighs as much as one with one), with the
+    tuning-time ratio from --rows; a dir name two rows files give different values for
+    (two sessions' runs of one group) has no recorded value rather than the wrong one."""
+    import json
+
+    from scripts.ms_retime import by_model, main
+
+    t = {"/d/small_cnn_1000_1_dcoc": [1.0] * 3, "/d/small_cnn_1000_1_evolutionary": [2.0] * 3,
+         "/d/small_cnn_1000_2_dcoc": [1.0] * 3, "/d/small_cnn_1000_2_evolutionary": [0.5] * 3,
+         "/d/mb_1000_1_dcoc": [0.81] * 3, "/d/mb_1000_1_evolutionary": [1.0] * 3,
+         "onnxruntime": [1.0] * 3}
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps(t))
+    rows = [{"workload": w, "budget": 1000, "seed": s, "strategy": k, "best_ms": 1.0,
+             "tune_s": ts} for w, s, k, ts in (
+        ("small_cnn", 1, "dcoc", 10.0), ("small_cnn", 1, "evolutionary", 40.0),
+        ("small_cnn", 2, "dcoc", 10.0), ("small_cnn", 2, "evolutionary", 10.0),
+        ("mb", 1, "dcoc", 9.0), ("mb", 1, "evolutionary", 100.0))]
+    r1 = tmp_path / "r1.jsonl"
+    r1.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert main(["--times", str(f), "--pair-by", "dcoc", "--ref", "evolutionary",
+                 "--rows", str(r1)]) == 0
+    text = capsys.readouterr().out
+    # small_cnn: ratios 0.5 and 2 -> 1.000, times 0.25 and 1 -> 0.5; mb 0.81, time 0.09;
+    # over models sqrt(1 * 0.81) = 0.9 (over the 3 pairs it would be 0.81 ** (1/3) = 0.932)
+    assert "| small_cnn | 2 | 1.000 | 0.500 |" in text and "| mb | 1 | 0.810 | 0.090 |" in text
+    assert "geomean over the 2 workloads 0.900, tuning time A / B 0.212" in text
+    assert "3 pairs, A / B on the medians of the passes: geomean 0.932" in text
+    # a second session's row of one group: recorded latency and tuning time left out
+    r2 = tmp_path / "r2.jsonl"
+    r2.write_text(json.dumps(dict(rows[4], best_ms=3.0, tune_s=50.0)) + "\n")
+    assert main(["--times", str(f), "--pair-by", "dcoc", "--ref", "evolutionary",
+                 "--rows", str(r1), str(r2)]) == 0
+    out = capsys.readouterr()
+    assert "mb_1000_1_dcoc each match several runs' rows" in out.err
+    assert "| mb_1000_1_dcoc | 0.8100 | 0.8100 | 0.8100 | 1.000 | - | - |" in out.out
+    assert "geomean over the 2 workloads 0.900" in out.out and "tuning time" not in out.out
+    # the combined read-out prints it too; pairs across groups get no by-workload table
+    assert main(["--combine", "--times", str(f), "--pair-by", "dcoc", "--ref",
+                 "evolutionary"]) == 0
+    assert "geomean over the 2 workloads 0.900" in capsys.readouterr().out
+    assert by_model([("/d/mb_1000_1_dcoc", "/d/small_cnn_1000_1_dcoc")], [1.0]) == ""
