@@ -247,10 +247,13 @@ def _ort_latency(model_src, inputs: dict, threads: int, repeat: int = 7) -> floa
 def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "matmul", "model"),
         strategies=STRATEGIES, quick: bool = False, population: int | None = None,
         per_iter: int = 16, work_root: str | None = None, out: str | None = None,
-        log=print) -> list[dict]:
+        log=print, flush_cache: bool = False) -> list[dict]:
     """Run the benchmark; returns one row per (workload, budget, seed, strategy) plus the
-    ONNX Runtime row of the model.  ``quick``: budget 16, seed 0, population 128."""
-    from tvm_plugin.build import close_builder, make_builder, make_runner
+    ONNX Runtime row of the model.  ``quick``: budget 16, seed 0, population 128.
+    ``flush_cache``: every strategy's candidates are timed with the CPU caches flushed before
+    each run (MetaSchedule's ``enable_cpu_cache_flush``), closer to a kernel's cold weights
+    inside a whole model; rows say ``flush_cache: true``."""
+    from tvm_plugin.build import close_builder, evaluator_config, make_builder, make_runner
     from tvm_plugin.frontend import resolve_target
     from tvm_plugin.tune import tune_model
 
@@ -261,7 +264,9 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
     target = resolve_target("llvm")
     root = work_root or tempfile.mkdtemp(prefix="dcoc-bench-ms-")
     builder = make_builder("persistent")
-    runner = make_runner("local")
+    runner = make_runner("local", evaluator=evaluator_config(flush_cache=True)
+                         if flush_cache else None)
+    model_runner = runner if flush_cache else "local"  # default: tune_model's own, as before
     rows: list[dict] = []
     sink = open(out, "a", encoding="utf-8") if out else None
 
@@ -301,6 +306,7 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
                             res = tune_model(model, target, trials=budget,
                                              tuner=s.partition(":")[0], seed=seed,
                                              work_dir=wd, builder=builder, strategy=strat,
+                                             runner=model_runner,
                                              cost_model=cm, progress=False,
                                              baseline=(s == strategies[0]))
                             row = {"workload": w, "task": model.name, "budget": budget,
@@ -317,6 +323,8 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
                                    "seed": seed, "strategy": s,
                                    **_tune_task(task, strat, cm, budget, seed, builder, runner,
                                                 wd, per_iter)}
+                        if flush_cache:
+                            row["flush_cache"] = True
                         group.append(row)
                         if not work_root:  # --work-dir: keep each run's database + result
                             shutil.rmtree(wd, ignore_errors=True)
@@ -512,6 +520,10 @@ def main(argv=None) -> int:
     ap.add_argument("--population", type=int, default=None,
                     help="EvolutionarySearch population (default 512; 128 with --quick)")
     ap.add_argument("--quick", action="store_true", help="budget 16, seed 0 (a few minutes)")
+    ap.add_argument("--flush-cache", action="store_true",
+                    help="time every strategy's candidates with the CPU caches flushed before "
+                         "each run (closer to cold weights inside a whole model); rows carry "
+                         "flush_cache: true -- give such runs their own --out and --work-dir")
     ap.add_argument("--out", default=None, help="append rows as JSON lines to this file")
     ap.add_argument("--work-dir", default=None,
                     help="keep every run's work directory (database, result.json, logs) here, "
@@ -542,7 +554,8 @@ def main(argv=None) -> int:
         return 0
     rows = run(args.budgets, args.seeds, tuple(args.workloads), tuple(args.strategies),
                quick=args.quick, population=args.population, out=args.out,
-               work_root=args.work_dir, log=lambda s: print(s, file=sys.stderr, flush=True))
+               work_root=args.work_dir, log=lambda s: print(s, file=sys.stderr, flush=True),
+               flush_cache=args.flush_cache)
     print(summarize(rows))
     return 0
 

@@ -349,3 +349,20 @@ def test_retime_reads_out_by_workload_and_leaves_out_ambiguous_rows(tmp_path, ca
                  "evolutionary"]) == 0
     assert "geomean over the 2 workloads 0.900" in capsys.readouterr().out
     assert by_model([("/d/mb_1000_1_dcoc", "/d/small_cnn_1000_1_dcoc")], [1.0]) == ""
+
+
+def test_flush_cache_flag_reaches_the_runner_and_the_rows(monkeypatch):
+    """--flush-cache: run() gets it (default off), and the runner it builds times candidates
+    with MetaSchedule's CPU cache flush on; without it the runner is the default one."""
+    import scripts.bench_metaschedule as bm
+    from tvm_plugin.build import evaluator_config, make_runner
+
+    got = []
+    monkeypatch.setattr(bm, "run", lambda *a, **k: got.append(k["flush_cache"]) or [])
+    monkeypatch.setattr(bm, "summarize", lambda rows, *a, **k: "")
+    assert bm.main(["--workloads", "small_cnn", "--flush-cache"]) == 0
+    assert bm.main(["--workloads", "small_cnn"]) == 0
+    assert got == [True, False]
+    assert make_runner("local", evaluator=evaluator_config(flush_cache=True)) \
+        .evaluator_config.enable_cpu_cache_flush is True
+    assert make_runner("local").evaluator_config.enable_cpu_cache_flush is False
