@@ -126,7 +126,7 @@ def by_model(pairs, ratios, tune: dict | None = None) -> str:
     gm = lambda v: math.exp(statistics.fmean(math.log(x) for x in v))  # noqa: E731
     per: dict = {}
     for (g, _), (a, b), r in zip(groups, pairs, ratios):
-        t = tune.get(a) / tune[b] if tune and a in tune and b in tune else None
+        t = tune[a] / tune[b] if tune and a in tune and b in tune else None
         per.setdefault(g[0], []).append((r, t))
     has_t = all(t is not None for v in per.values() for _, t in v)
     lines = ["| workload | groups | A / B (geomean over its groups) |" +
@@ -135,10 +135,10 @@ def by_model(pairs, ratios, tune: dict | None = None) -> str:
     models, times = [], []
     for w, v in per.items():
         models.append(gm([r for r, _ in v]))
-        lines.append(f"| {w} | {len(v)} | {models[-1]:.3f} |" +
-                     (f" {gm([t for _, t in v]):.3f} |" if has_t else ""))
         if has_t:
             times.append(gm([t for _, t in v]))
+        lines.append(f"| {w} | {len(v)} | {models[-1]:.3f} |" +
+                     (f" {times[-1]:.3f} |" if has_t else ""))
     return "\n".join(lines + ["", f"by workload: geomean over the {len(models)} workloads "
                                f"{gm(models):.3f}" + (f", tuning time A / B {gm(times):.3f}"
                                                      if has_t else "")])
