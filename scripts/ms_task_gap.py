@@ -38,6 +38,15 @@ MetaSchedule A/Bs since session 27)::
     python -m scripts.ms_task_gap --sums D/small_cnn_256_71_dcoc \
         D/small_cnn_256_71_dcoc_proposer=surrogate D/transformer_256_71_dcoc ...
 
+``--model-times F.json`` reads the raw times an ``ms_retime --out`` wrote and prints, per
+work dir, the compiled model's latency (median of the re-timing passes) over its sum of
+weighted best kernels: how far the tuning-time kernel timing predicts the model (1.0: the
+model is the sum of its tuned kernels; above: time outside them, or kernels slower inside
+the model than when timed alone, e.g. weights no longer cache-resident)::
+
+    python -m scripts.ms_task_gap --model-times docs/data/ms_retime1000_s32_resnet1865.json \
+        D/resnet18_1000_65_evolutionary D/resnet18_1000_65_dcoc D/resnet18_1000_65_replay-trace
+
 Only measured data: nothing is re-timed, so per-task numbers carry tuning-time noise (the
 benchmark's interleaved re-timing is for the compiled models, not per task).
 """
@@ -192,6 +201,26 @@ def sums(pairs: list[tuple[str, str]]) -> str:
     return "\n".join(out)
 
 
+def model_over_kernels(times_files, work_dirs) -> str:
+    """Per work dir: summed weighted best kernels, the compiled model's re-timed median
+    (from ``ms_retime --out`` raw times, dir matched by path or name) and their ratio."""
+    from dcoc.errors import DcocError
+    from scripts.ms_retime import _resolve, load_times
+
+    times = load_times(times_files)
+    out = ["| run | summed kernels ms | model ms (median) | model / kernels |", "|---|---|---|---|"]
+    for d in work_dirs:
+        try:
+            key = _resolve(times, d)
+        except DcocError:
+            raise DcocError(f"{dir_name(d)} is not among the timed dirs of "
+                            f"{', '.join(times_files)}") from None
+        _, t = gap_table({"run": load_run(d)})
+        k, m = t["run"]["sum_ms"], statistics.median(times[key])
+        out.append(f"| {dir_name(d)} | {k:.4f} | {m:.4f} | {m / k:.3f} |")
+    return "\n".join(out)
+
+
 def render(rows: list[dict], totals: dict, labels: list[str]) -> str:
     ref, other = labels[0], labels[-1]
     total_gap = sum(r["gap_ms"] for r in rows if math.isfinite(r["gap_ms"]))
@@ -240,9 +269,21 @@ def main(argv=None) -> int:
     ap.add_argument("--sums", action="store_true",
                     help="the work dirs are (reference, other) pairs, one per group of an A/B: "
                          "summed weighted best kernels per pair, geomean ratio, paired Wilcoxon")
+    ap.add_argument("--model-times", action="append", metavar="F.json",
+                    help="raw times of ms_retime --out (repeat for several files): per work "
+                         "dir the compiled model's re-timed median over its summed weighted "
+                         "best kernels")
     ap.add_argument("--test-class", default="depthwise_conv2d",
                     help="with --pooled: the operator class tested against the rest")
     a = ap.parse_args(argv)
+    if a.model_times:
+        from dcoc.errors import DcocError
+        try:
+            print(model_over_kernels(a.model_times, a.work_dirs))
+        except DcocError as e:
+            print(f"ms_task_gap: {e}", file=sys.stderr)
+            return 2
+        return 0
     if a.pooled or a.sums:
         if len(a.work_dirs) < 2 or len(a.work_dirs) % 2:
             print(f"ms_task_gap: {'--sums' if a.sums else '--pooled'} takes (reference, other) "

@@ -134,6 +134,26 @@ def test_task_gap_sums_pairs_of_groups_and_tests_the_log_ratios(tmp_path, capsys
     assert "--sums takes (reference, other) pairs" in capsys.readouterr().err
 
 
+def test_task_gap_divides_the_retimed_model_by_the_summed_kernels(tmp_path, capsys):
+    import json
+
+    from scripts.ms_task_gap import main
+
+    a = _work_dir(tmp_path / "r_1000_1_dcoc", [("conv", 2, [1e-3, 5e-4]), ("dw", 1, [2e-3])])
+    b = _work_dir(tmp_path / "r_1000_1_evolutionary", [("conv", 2, [1e-3]), ("dw", 1, [1e-3])])
+    times = tmp_path / "t.json"   # ms_retime --out raw times: keyed by the path it timed
+    times.write_text(json.dumps({"/elsewhere/r_1000_1_dcoc": [3.3, 3.0, 3.6],
+                                 "/elsewhere/r_1000_1_evolutionary": [3.0, 3.0, 3.0],
+                                 "onnxruntime": [1.0, 1.0, 1.0]}))
+    assert main(["--model-times", str(times), a, b]) == 0  # dirs matched by name
+    out = capsys.readouterr().out
+    assert "| r_1000_1_dcoc | 3.0000 | 3.3000 | 1.100 |" in out          # 2 x 0.5 + 2 = 3 ms
+    assert "| r_1000_1_evolutionary | 3.0000 | 3.0000 | 1.000 |" in out  # 2 x 1 + 1
+    c = _work_dir(tmp_path / "r_1000_2_dcoc", [("conv", 1, [1e-3])])
+    assert main(["--model-times", str(times), a, c]) == 2
+    assert "r_1000_2_dcoc is not among the timed dirs" in capsys.readouterr().err
+
+
 def test_task_gap_local_share_counts_trials_near_the_best_so_far(tmp_path):
     import json
 
