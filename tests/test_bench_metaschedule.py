@@ -152,6 +152,8 @@ def test_task_gap_divides_the_retimed_model_by_the_summed_kernels(tmp_path, caps
     c = _work_dir(tmp_path / "r_1000_2_dcoc", [("conv", 1, [1e-3])])
     assert main(["--model-times", str(times), a, c]) == 2
     assert "r_1000_2_dcoc is not among the timed dirs" in capsys.readouterr().err
+    assert main(["--model-times", str(times), str(tmp_path / "r_1000_1_replay-trace")]) == 2
+    assert "not a kept work directory" in capsys.readouterr().err
 
 
 def test_task_gap_local_share_counts_trials_near_the_best_so_far(tmp_path):
