@@ -203,13 +203,14 @@ def load_times(files) -> dict:
     return out
 
 
-def _resolve(times: dict, d: str) -> str:
-    """The key of ``times`` that is ``d`` or, failing that, the one dir named ``d``."""
+def _resolve(times: dict, d: str, what: str = "--pairs") -> str:
+    """The key of ``times`` that is ``d`` or, failing that, the one dir named ``d``
+    (``what``: the option the error names)."""
     if d in times:
         return d
     hits = [k for k in times if dir_name(k) == dir_name(d)]
     if len(hits) != 1:
-        raise DcocError(f"--pairs: {d} is {'not' if not hits else 'ambiguously'} among the "
+        raise DcocError(f"{what}: {d} is {'not' if not hits else 'ambiguously'} among the "
                         "timed dirs")
     return hits[0]
 

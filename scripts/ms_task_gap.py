@@ -206,18 +206,14 @@ def model_over_kernels(times_files, work_dirs) -> str:
     """Per work dir: summed weighted best kernels, the compiled model's re-timed median
     (from ``ms_retime --out`` raw times, dir matched by path or name) and their ratio."""
     from dcoc.errors import DcocError
-    from scripts.ms_retime import load_times
+    from scripts.ms_retime import _resolve, load_times
 
     times = load_times(times_files)
     out = ["| run | summed kernels ms | model ms (median) | model / kernels |", "|---|---|---|---|"]
     for d in work_dirs:
         if not os.path.isfile(os.path.join(d, "result.json")):
             raise DcocError(f"not a kept work directory (no result.json): {d}")
-        hits = [d] if d in times else [k for k in times if dir_name(k) == dir_name(d)]
-        if len(hits) != 1:
-            raise DcocError(f"{dir_name(d)} is {'ambiguously' if hits else 'not'} among the "
-                            f"timed dirs of {', '.join(times_files)}")
-        key = hits[0]
+        key = _resolve(times, d, what=f"--model-times {' '.join(times_files)}")
         _, t = gap_table({"run": load_run(d)})
         k, m = t["run"]["sum_ms"], statistics.median(times[key])
         out.append(f"| {dir_name(d)} | {k:.4f} | {m:.4f} | {m / k:.3f} |")
