@@ -250,9 +250,12 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
         log=print, flush_cache: bool = False) -> list[dict]:
     """Run the benchmark; returns one row per (workload, budget, seed, strategy) plus the
     ONNX Runtime row of the model.  ``quick``: budget 16, seed 0, population 128.
-    ``flush_cache``: every strategy's candidates are timed with the CPU caches flushed before
-    each run (MetaSchedule's ``enable_cpu_cache_flush``), closer to a kernel's cold weights
-    inside a whole model; rows say ``flush_cache: true``."""
+    ``flush_cache``: every strategy's candidates are timed cold -- one run per repeat, each
+    after MetaSchedule's ``enable_cpu_cache_flush`` (``number=1, repeat=10,
+    min_repeat_ms=0``), as a kernel meets its weights inside a whole model; rows say
+    ``flush_cache: true`` and ``evaluator``.  (Rows of sessions 32-33 say ``flush_cache``
+    without ``evaluator``: ``number=3, min_repeat_ms=10``, where the flush preceded only the
+    first of ~10 ms of runs -- warm timing, measured in session 34.)"""
     from tvm_plugin.build import close_builder, evaluator_config, make_builder, make_runner
     from tvm_plugin.frontend import resolve_target
     from tvm_plugin.tune import tune_model
@@ -264,8 +267,8 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
     target = resolve_target("llvm")
     root = work_root or tempfile.mkdtemp(prefix="dcoc-bench-ms-")
     builder = make_builder("persistent")
-    runner = make_runner("local", evaluator=evaluator_config(flush_cache=True)
-                         if flush_cache else None)
+    cold = evaluator_config(flush_cache=True) if flush_cache else None
+    runner = make_runner("local", evaluator=cold)
     model_runner = runner if flush_cache else "local"  # default: tune_model's own, as before
     rows: list[dict] = []
     sink = open(out, "a", encoding="utf-8") if out else None
@@ -323,8 +326,10 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
                                    "seed": seed, "strategy": s,
                                    **_tune_task(task, strat, cm, budget, seed, builder, runner,
                                                 wd, per_iter)}
-                        if flush_cache:
-                            row["flush_cache"] = True
+                        if flush_cache:  # rows before session 34 lack "evaluator":
+                            row["flush_cache"] = True  # number=3, min_repeat_ms=10 (warm)
+                            row["evaluator"] = (f"number={cold.number},repeat={cold.repeat},"
+                                                f"min_repeat_ms={cold.min_repeat_ms}")
                         group.append(row)
                         if not work_root:  # --work-dir: keep each run's database + result
                             shutil.rmtree(wd, ignore_errors=True)
@@ -521,9 +526,11 @@ def main(argv=None) -> int:
                     help="EvolutionarySearch population (default 512; 128 with --quick)")
     ap.add_argument("--quick", action="store_true", help="budget 16, seed 0 (a few minutes)")
     ap.add_argument("--flush-cache", action="store_true",
-                    help="time every strategy's candidates with the CPU caches flushed before "
-                         "each run (closer to cold weights inside a whole model); rows carry "
-                         "flush_cache: true -- give such runs their own --out and --work-dir")
+                    help="time every strategy's candidates cold: one run per repeat, each after "
+                         "flushing the CPU caches (number=1, repeat=10, min_repeat_ms=0), as a "
+                         "kernel meets its weights inside a whole model; rows carry "
+                         "flush_cache: true and the evaluator -- give such runs their own --out "
+                         "and --work-dir")
     ap.add_argument("--out", default=None, help="append rows as JSON lines to this file")
     ap.add_argument("--work-dir", default=None,
                     help="keep every run's work directory (database, result.json, logs) here, "

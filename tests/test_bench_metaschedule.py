@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from dcoc.errors import DcocError
 from scripts.bench_metaschedule import model_ablations, model_targets, summarize
 
 
@@ -385,6 +386,11 @@ def test_flush_cache_flag_reaches_the_runner_and_the_rows(monkeypatch):
     assert bm.main(["--workloads", "small_cnn", "--flush-cache"]) == 0
     assert bm.main(["--workloads", "small_cnn"]) == 0
     assert got == [True, False]
-    assert make_runner("local", evaluator=evaluator_config(flush_cache=True)) \
-        .evaluator_config.enable_cpu_cache_flush is True
-    assert make_runner("local").evaluator_config.enable_cpu_cache_flush is False
+    cold = make_runner("local", evaluator=evaluator_config(flush_cache=True)).evaluator_config
+    # the flush precedes each repeat: only one run per repeat and no minimum time is cold
+    assert (cold.enable_cpu_cache_flush, cold.number, cold.min_repeat_ms) == (True, 1, 0)
+    assert cold.repeat > 1
+    warm = make_runner("local").evaluator_config
+    assert (warm.enable_cpu_cache_flush, warm.number, warm.min_repeat_ms) == (False, 3, 10)
+    with pytest.raises(DcocError, match="number=3, min_repeat_ms=10.*warm"):
+        evaluator_config(number=3, min_repeat_ms=10, flush_cache=True)

@@ -13,6 +13,11 @@
   10 ms have passed): ~0.1 s per candidate instead of ~0.2 s with MetaSchedule's
   ``min_repeat_ms=100``; kernels under ~1 ms are averaged over at least 10 ms, so the
   ranking noise stays at a few percent (measured; see docs/metaschedule.md).
+  ``flush_cache=True``: cold-cache timing -- ``number=1, repeat=10, min_repeat_ms=0`` with
+  MetaSchedule's ``enable_cpu_cache_flush`` (every argument but the first flushed from the
+  CPU caches before each repeat; AutoTVM's documented x86 setting).  The flush runs once
+  per *repeat*, so with ``number > 1`` or ``min_repeat_ms > 0`` all runs after a repeat's
+  first are warm and the flush changes nothing (measured, session 34): refused.
 * :func:`compile_model` -- apply a database and compile the *unfused* module (the
   ``compile_relax`` pipeline, notes section 7), reporting how many fused PrimFuncs the
   database actually replaced (the fused-module pitfall makes this silently zero).
@@ -31,6 +36,8 @@ from dcoc.errors import DcocError, TargetError
 
 #: default evaluator settings of a tuning measurement (see module docstring)
 EVAL_NUMBER, EVAL_REPEAT, EVAL_MIN_REPEAT_MS = 3, 1, 10
+#: cold-cache settings (``flush_cache=True``): one run per repeat, each after a flush
+EVAL_COLD_NUMBER, EVAL_COLD_REPEAT, EVAL_COLD_MIN_REPEAT_MS = 1, 10, 0
 
 #: MetaSchedule device-type names by target kind (``RunnerInput`` rejects "llvm")
 _DEVICE_OF_KIND = {"llvm": "cpu", "c": "cpu", "cuda": "cuda", "rocm": "rocm",
@@ -207,10 +214,25 @@ def close_builder(builder) -> None:
 
 
 # ============================================================================ runner
-def evaluator_config(number: int = EVAL_NUMBER, repeat: int = EVAL_REPEAT,
-                     min_repeat_ms: int = EVAL_MIN_REPEAT_MS, flush_cache: bool = False):
+def evaluator_config(number: int | None = None, repeat: int | None = None,
+                     min_repeat_ms: int | None = None, flush_cache: bool = False):
+    """MetaSchedule's EvaluatorConfig; unset fields take the default settings, or the
+    cold-cache ones with ``flush_cache`` (module docstring).  A flush with ``number != 1``
+    or ``min_repeat_ms != 0`` is refused: the flush precedes only a repeat's first run."""
     from tvm.s_tir import meta_schedule as ms
 
+    if flush_cache:
+        number = EVAL_COLD_NUMBER if number is None else number
+        repeat = EVAL_COLD_REPEAT if repeat is None else repeat
+        min_repeat_ms = EVAL_COLD_MIN_REPEAT_MS if min_repeat_ms is None else min_repeat_ms
+        if number != 1 or min_repeat_ms != 0:
+            raise DcocError(f"a cache flush precedes only the first of a repeat's runs; with "
+                            f"number={number}, min_repeat_ms={min_repeat_ms} the other runs "
+                            "are warm -- use number=1, min_repeat_ms=0")
+    else:
+        number = EVAL_NUMBER if number is None else number
+        repeat = EVAL_REPEAT if repeat is None else repeat
+        min_repeat_ms = EVAL_MIN_REPEAT_MS if min_repeat_ms is None else min_repeat_ms
     return ms.runner.EvaluatorConfig(number=number, repeat=repeat, min_repeat_ms=min_repeat_ms,
                                      enable_cpu_cache_flush=flush_cache)
 
