@@ -1,6 +1,8 @@
 """The MetaSchedule benchmark's read-out (no tuning: synthetic rows)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from dcoc.errors import DcocError
@@ -394,3 +396,25 @@ def test_flush_cache_flag_reaches_the_runner_and_the_rows(monkeypatch):
     assert (warm.enable_cpu_cache_flush, warm.number, warm.min_repeat_ms) == (False, 3, 10)
     with pytest.raises(DcocError, match="number=3, min_repeat_ms=10.*warm"):
         evaluator_config(number=3, min_repeat_ms=10, flush_cache=True)
+
+
+def test_profile_table_sums_calls_and_reads_back_without_tvm(tmp_path, capsys):
+    from scripts.ms_profile import main, table
+
+    prof = {"model_ms": 3.0, "builtin_ms": 0.1, "functions": {
+        "fused_conv": {"calls": 2, "in_model": 1.0, "tuned": 0.5, "warm": 0.6, "cold": 0.9},
+        "max_pool": {"calls": 1, "in_model": 0.5, "tuned": None, "warm": 0.4, "cold": 0.5}}}
+    text = table("r18", prof)
+    assert text.index("fused_conv") < text.index("max_pool")  # largest in-model share first
+    # sums: in model 2.5, warm 1.6, cold 2.3; tuned is NaN (one function unrecorded)
+    assert "model / sum in model 1.200" in text and "warm / in model 0.640" in text
+    assert "cold / in model 0.920" in text and "tuned / in model nan" in text
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"/d/resnet18_1000_80_dcoc": prof}))
+    assert main(["--read", str(f)]) == 0
+    assert "== resnet18_1000_80_dcoc: compiled model 3.0000 ms" in capsys.readouterr().out
+    assert main(["--read", str(tmp_path / "missing.json")]) == 2
+    assert main(["--workload", "resnet18", str(tmp_path)]) == 2
+    assert "no result.json" in capsys.readouterr().err
+    assert main(["--workload", "vgg", str(tmp_path)]) == 2
+    assert "unknown --workload vgg" in capsys.readouterr().err
