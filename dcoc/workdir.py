@@ -7,9 +7,12 @@ run writes ``WORK_DIR/dcoc_run.json``::
 
     {"model": "resnet18", "target": "vta", "board": "pynq"}
     {"model": "odd", "model_sha256": "9f2c...", "target": "llvm", "input_shapes": {...}}
+    {"model": "resnet18", "target": "llvm ...", "timing": "cold"}   # tuned with --flush-cache
 
 and every later run checks it: the same model (a zoo name, or the content digest of an
-ONNX file) and target resume; anything else is refused with one line naming both.
+ONNX file), target and timing (warm by default, ``cold`` with ``--flush-cache``: the two
+measure different costs, so their records must not mix) resume; anything else is refused
+with one line naming both.
 Tuner, seed and budget are not part of the identity (records carry them).  A work dir
 from before this file existed is adopted as it is.
 """
@@ -61,6 +64,8 @@ def _describe(ident: dict) -> str:
     s += f" on target {ident.get('target')}"
     if ident.get("board"):
         s += f"/{ident['board']}"
+    if ident.get("timing"):
+        s += f", timed {ident['timing']}"
     return s
 
 

@@ -251,7 +251,8 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
                task_scheduler: str = "gradient", population: int = 128,
                measure: bool = True, baseline: bool = True, progress: Any = True,
                timeout_sec: float = 30.0, latency_repeat: int = 5,
-               keep_untuned_if_faster: bool = True, verbose: bool = False) -> TuneResult:
+               keep_untuned_if_faster: bool = True, verbose: bool = False,
+               flush_cache: bool = False) -> TuneResult:
     """Tune ``model`` for an llvm/cuda target; returns a :class:`dcoc.result.TuneResult`.
 
     Parameters
@@ -284,6 +285,12 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
         ops) lose to MetaSchedule's always-parallel schedules by the thread-pool launch.
     verbose: TVM's native warnings and MetaSchedule's task tables on the console instead
         of ``work_dir/logs/tvm.log`` and the per-task log files.
+    flush_cache: llvm only: time every candidate cold -- one run per repeat, each after the
+        CPU caches are flushed of its arguments (``number=1, repeat=10, min_repeat_ms=0``,
+        :func:`tvm_plugin.build.evaluator_config`), as a kernel meets its weights inside a
+        model whose weights do not fit in cache (ResNet-18: the warm default under-predicts
+        the compiled model by 15-60%, cold by 0-6%; docs/RESULTS.md, session 34).  The work
+        dir remembers it: a warm and a cold run never share a database.
     """
     from tvm_plugin import frontend as F
     from tvm_plugin.build import preload_tensor_intrin
@@ -298,6 +305,17 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
     tgt = spec.tvm
     if int(trials) < 1:
         raise DcocError(f"trials must be >= 1, got {trials}")
+    if flush_cache:
+        from tvm_plugin.build import evaluator_config, make_runner
+
+        if spec.kind != "llvm":
+            raise TargetError(f"flush_cache flushes CPU caches: it times llvm targets, not "
+                              f"{spec.kind}")
+        if not isinstance(runner, str):
+            raise DcocError("flush_cache needs the runner as 'local' or 'rpc://HOST:PORT/KEY' "
+                            "(a Runner object carries its own EvaluatorConfig)")
+        runner = make_runner(runner, timeout_sec=timeout_sec,
+                             evaluator=evaluator_config(flush_cache=True))
     work_dir = os.path.abspath(work_dir or tempfile.mkdtemp(prefix="dcoc-ms-"))
     from dcoc.workdir import claim_work_dir, model_identity
 
@@ -306,7 +324,8 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
     if not tasks:
         raise DcocError(f"model '{m.name}' has no tunable operators for {spec.kind}")
     ident = model_identity(model if not isinstance(model, F.Model) else m.name, input_shapes)
-    claim_work_dir(work_dir, {**ident, "target": _target_identity(tgt)})
+    claim_work_dir(work_dir, {**ident, "target": _target_identity(tgt),
+                              "timing": "cold" if flush_cache else None})
     os.makedirs(os.path.join(work_dir, "logs"), exist_ok=True)
     with native_stderr_to(os.path.join(work_dir, "logs", "tvm.log"), enabled=not verbose):
         return _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner, agents,
@@ -371,6 +390,7 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner, agen
     db = ms.database.JSONDatabase(work_dir=work_dir)
     b = make_builder(builder)
     r = make_runner(runner, timeout_sec=timeout_sec)
+    cold = bool(getattr(getattr(r, "evaluator_config", None), "enable_cpu_cache_flush", False))
     prog = _Progress(task_info, int(trials), progress, t_start)
     _say(progress, f"dcoc: tuning {m.name} for {spec.kind} ({len(ctxs)} tasks, {trials} trials, "
                    f"tuner {tuner}, seed {seed}); MetaSchedule logs in {work_dir}/logs")
@@ -455,6 +475,7 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner, agen
         agents=agents if str(tuner) == "dcoc" else None, model=m.name, work_dir=work_dir,
         database_path=work_dir, wall_seconds=time.perf_counter() - t_start, executable=ex,
         extra={"target_kind": spec.kind, "new_trials": prog.total,
+               "timing": "cold" if cold else "warm",
                "tuning_seconds": round(tune_seconds, 2),
                "tuned_functions": report["tuned"], "untuned_functions": report["untuned"],
                "kept_untuned": kept_untuned,

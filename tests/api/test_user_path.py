@@ -204,6 +204,28 @@ def test_work_dir_belongs_to_one_model_and_target(tmp_path, capsys):
     assert main(["tune", "resnet18", *common]) == 0   # the same model resumes
 
 
+def test_flush_cache_is_for_cpu_targets_and_reaches_the_llvm_tuner(tmp_path, capsys,
+                                                                    monkeypatch):
+    import dcoc
+
+    wd = str(tmp_path / "wd")
+    assert main(["tune", "resnet18", "--flush-cache", "--trials", "11", "--work-dir", wd]) == 2
+    _one_line_error(capsys.readouterr().err, "--flush-cache", "VTA")
+    assert not os.path.exists(os.path.join(wd, "records.jsonl"))  # refused before any work
+    got = {}
+
+    def fake_tune(model, **kw):
+        got.update(kw)
+        raise dcoc.DcocError("stop here")
+
+    monkeypatch.setattr(dcoc, "tune", fake_tune)
+    assert main(["tune", "resnet18", "--target", "llvm", "--flush-cache", "-q"]) == 2
+    assert got.get("flush_cache") is True and got.get("runner") == "local"
+    got.clear()
+    assert main(["tune", "resnet18", "--target", "llvm", "-q"]) == 2
+    assert "flush_cache" not in got  # warm (the default) unless asked
+
+
 def test_corrupt_cached_zoo_model_is_rebuilt(tmp_path, monkeypatch):
     import hashlib
 

@@ -74,3 +74,28 @@ def test_llvm_tune_leaves_result_and_curve_and_tools_read_the_database(tmp_path)
               cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.startswith("dcoc: error: work dir"), r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_cold_tuning_is_remembered_by_the_work_dir(tmp_path):
+    """tune_model(flush_cache=True) measures with the cold evaluator, says so in the result
+    and the work dir, and a warm run refuses that dir (their records measure different
+    costs); a Runner object or a non-CPU use is refused in one line."""
+    import pytest
+
+    from dcoc.errors import DcocError
+    from tvm_plugin.build import make_runner
+    from tvm_plugin.tune import tune_model
+
+    path = _odd_model(str(tmp_path / "odd.onnx"))
+    wd = str(tmp_path / "cold")
+    kw = dict(trials=4, tuner="random", seed=0, num_trials_per_iter=4, progress=False,
+              baseline=False, measure=False, keep_untuned_if_faster=False)
+    r = tune_model(path, "llvm", work_dir=wd, flush_cache=True, **kw)
+    assert r.extra["timing"] == "cold" and r.trials >= 1
+    with open(os.path.join(wd, "dcoc_run.json")) as f:
+        assert json.load(f)["timing"] == "cold"
+    with pytest.raises(DcocError, match="timed cold"):
+        tune_model(path, "llvm", work_dir=wd, **kw)
+    with pytest.raises(DcocError, match="Runner object"):
+        tune_model(path, "llvm", work_dir=str(tmp_path / "x"), runner=make_runner("local"),
+                   flush_cache=True, **kw)
