@@ -90,7 +90,8 @@ def profile_executable(ex, target, model, inputs: dict, runs: int = 30, seed: in
     vm = relax.VirtualMachine(ex, dev)
     per, seq = instrumented_calls(vm, args, runs=runs)
     model_ms = min(float(np.median(relax.VirtualMachine(ex, dev).time_evaluator(
-        "main", dev, number=1, repeat=5, min_repeat_ms=100)(*args).results)) for _ in range(3))
+        "main", dev, number=1, repeat=5, min_repeat_ms=100)(*args).results))
+                   for _ in range(3)) * 1e3
     lib = ex.mod.imports[0]
     rng = np.random.default_rng(seed)
     funcs: dict = {}
@@ -140,20 +141,26 @@ def table(name: str, prof: dict) -> str:
              + "   (ms per call)"]
     fns = prof["functions"]
     sums = dict.fromkeys(cols, 0.0)
+    rec = [0, 0.0]  # functions with a tuning record, their in-model sum
     for sym, f in sorted(fns.items(), key=lambda kv: -kv[1]["calls"] * kv[1]["in_model"]):
         cells = []
         for c in cols:
             v = f.get(c)
             cells.append(f"{v:9.4f}" if v is not None else f"{'-':>9s}")
-            sums[c] += f["calls"] * (v if v is not None else math.nan)
+            sums[c] += f["calls"] * (v or 0.0)
+        if f.get("tuned") is not None:
+            rec[0] += 1
+            rec[1] += f["calls"] * f["in_model"]
         lines.append(f"  {sym[:58]:58s} {f['calls']:5d} " + " ".join(cells))
     lines.append(f"  {'weighted sum (calls x ms)':58s} {'':5s} "
                  + " ".join(f"{sums[c]:9.4f}" for c in cols))
+    ratio = lambda a, b: a / b if b > 0 else math.nan  # noqa: E731
     lines.append(f"  VM builtins in model {prof['builtin_ms']:.4f} ms; model / sum in model "
-                 f"{prof['model_ms'] / sums['in_model']:.3f}; sum alone warm / in model "
-                 f"{sums['warm'] / sums['in_model']:.3f}; cold / in model "
-                 f"{sums['cold'] / sums['in_model']:.3f}; tuned / in model "
-                 f"{sums['tuned'] / sums['in_model']:.3f}")
+                 f"{ratio(prof['model_ms'], sums['in_model']):.3f}; sum alone warm / in model "
+                 f"{ratio(sums['warm'], sums['in_model']):.3f}; cold / in model "
+                 f"{ratio(sums['cold'], sums['in_model']):.3f}; tuned / in model "
+                 f"{ratio(sums['tuned'], rec[1]):.3f} (the {rec[0]} of {len(fns)} functions "
+                 "with a tuning record)")
     return "\n".join(lines)
 
 

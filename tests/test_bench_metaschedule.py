@@ -406,9 +406,10 @@ def test_profile_table_sums_calls_and_reads_back_without_tvm(tmp_path, capsys):
         "max_pool": {"calls": 1, "in_model": 0.5, "tuned": None, "warm": 0.4, "cold": 0.5}}}
     text = table("r18", prof)
     assert text.index("fused_conv") < text.index("max_pool")  # largest in-model share first
-    # sums: in model 2.5, warm 1.6, cold 2.3; tuned is NaN (one function unrecorded)
+    # sums: in model 2.5, warm 1.6, cold 2.3; tuned 1.0 over the recorded function's 2.0
     assert "model / sum in model 1.200" in text and "warm / in model 0.640" in text
-    assert "cold / in model 0.920" in text and "tuned / in model nan" in text
+    assert "cold / in model 0.920" in text
+    assert "tuned / in model 0.500 (the 1 of 2 functions with a tuning record)" in text
     f = tmp_path / "p.json"
     f.write_text(json.dumps({"/d/resnet18_1000_80_dcoc": prof}))
     assert main(["--read", str(f)]) == 0

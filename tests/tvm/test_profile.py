@@ -18,5 +18,7 @@ def test_profile_times_every_kernel_call_in_the_model_and_alone(conv_model, llvm
         assert f["calls"] >= 1 and f["tuned"] is None
         assert f["in_model"] > 0 and f["warm"] > 0 and f["cold"] > 0
     assert prof["model_ms"] > 0 and prof["builtin_ms"] > 0  # allocations are VM builtins
+    in_model = sum(f["calls"] * f["in_model"] for f in fns.values()) + prof["builtin_ms"]
+    assert 0.1 < prof["model_ms"] / in_model < 10  # one unit (ms) everywhere
     text = table("conv16", prof)
     assert "compiled model" in text and all(name[:58] in text for name in fns)
