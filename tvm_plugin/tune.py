@@ -288,9 +288,10 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
     flush_cache: llvm only: time every candidate cold -- one run per repeat, each after the
         CPU caches are flushed of its arguments (``number=1, repeat=10, min_repeat_ms=0``,
         :func:`tvm_plugin.build.evaluator_config`), as a kernel meets its weights inside a
-        model whose weights do not fit in cache (ResNet-18: the warm default under-predicts
-        the compiled model by 15-60%, cold by 0-6%; docs/RESULTS.md, session 34).  The work
-        dir remembers it: a warm and a cold run never share a database.
+        model whose weights do not fit in cache (ResNet-18: the compiled model is 1.14-1.59x
+        its summed warm-timed kernels, 0.94-1.02x its cold-timed ones; docs/RESULTS.md,
+        session 34).  The work dir remembers it: a warm and a cold run never share a
+        database.
     """
     from tvm_plugin import frontend as F
     from tvm_plugin.build import preload_tensor_intrin
