@@ -315,8 +315,7 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
         if not isinstance(runner, str):
             raise DcocError("flush_cache needs the runner as 'local' or 'rpc://HOST:PORT/KEY' "
                             "(a Runner object carries its own EvaluatorConfig)")
-        runner = make_runner(runner, timeout_sec=timeout_sec,
-                             evaluator=evaluator_config(flush_cache=True))
+        cold = evaluator_config(flush_cache=True)
     work_dir = os.path.abspath(work_dir or tempfile.mkdtemp(prefix="dcoc-ms-"))
     from dcoc.workdir import claim_work_dir, model_identity
 
@@ -327,6 +326,8 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
     ident = model_identity(model if not isinstance(model, F.Model) else m.name, input_shapes)
     claim_work_dir(work_dir, {**ident, "target": _target_identity(tgt),
                               "timing": "cold" if flush_cache else None})
+    if flush_cache:  # built after the checks: a refused run builds no runner
+        runner = make_runner(runner, timeout_sec=timeout_sec, evaluator=cold)
     os.makedirs(os.path.join(work_dir, "logs"), exist_ok=True)
     with native_stderr_to(os.path.join(work_dir, "logs", "tvm.log"), enabled=not verbose):
         return _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner, agents,
