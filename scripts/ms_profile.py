@@ -166,19 +166,12 @@ def table(name: str, prof: dict) -> str:
 
 def profile_dirs(workload: str, dirs, runs: int = 30, log=print) -> dict:
     """{dir: profile} of kept work dirs of a benchmark whole-model workload."""
-    from scripts.bench_metaschedule import load_model
-    from scripts.ms_retime import _best_records
-    from tvm_plugin.build import compile_model, preload_tensor_intrin, random_inputs
-    from tvm_plugin.frontend import resolve_target
+    from scripts.ms_retime import compile_dir, load_workload
 
-    preload_tensor_intrin()
-    target = resolve_target("llvm")
-    model, _ = load_model(workload)
-    inputs = random_inputs(model.input_shapes, model.input_dtypes, seed=0)
+    target, model, _, inputs = load_workload(workload)
     out = {}
     for d in dirs:
-        db, _ = _best_records(d)
-        ex, _ = compile_model(db, model.mod, target.tvm)
+        ex, _, _ = compile_dir(d, model, target)
         out[d] = profile_executable(ex, target.tvm, model, inputs, runs=runs,
                                     recorded=recorded_latency(d))
         log(table(os.path.basename(os.path.normpath(d)), out[d]))

@@ -144,23 +144,40 @@ def by_model(pairs, ratios, tune: dict | None = None) -> str:
                                                      if has_t else "")])
 
 
-def retime(workload: str, dirs, passes: int = 3, rounds: int = 3, log=print) -> dict:
-    """{dir: [ms per pass]} plus ``"onnxruntime"``: every dir compiled once, then timed
-    interleaved ``passes`` times over by the benchmark's time_models."""
-    from scripts.bench_metaschedule import load_model, time_models
-    from tvm_plugin.build import compile_model, preload_tensor_intrin, random_inputs
+def load_workload(workload: str):
+    """(llvm target, Model, ONNX source, inputs) of a benchmark whole-model workload, as the
+    benchmark builds and feeds it."""
+    from scripts.bench_metaschedule import load_model
+    from tvm_plugin.build import preload_tensor_intrin, random_inputs
     from tvm_plugin.frontend import resolve_target
 
     preload_tensor_intrin()
     target = resolve_target("llvm")
     model, src = load_model(workload)
-    inputs = random_inputs(model.input_shapes, model.input_dtypes, seed=0)
+    return target, model, src, random_inputs(model.input_shapes, model.input_dtypes, seed=0)
+
+
+def compile_dir(work_dir: str, model, target):
+    """(executable, compile report, tasks kept untuned) of a kept work dir, compiled as
+    tune_model compiled it."""
+    from tvm_plugin.build import compile_model
+
+    db, kept = _best_records(work_dir)
+    exe, report = compile_model(db, model.mod, target.tvm)
+    return exe, report, kept
+
+
+def retime(workload: str, dirs, passes: int = 3, rounds: int = 3, log=print) -> dict:
+    """{dir: [ms per pass]} plus ``"onnxruntime"``: every dir compiled once, then timed
+    interleaved ``passes`` times over by the benchmark's time_models."""
+    from scripts.bench_metaschedule import time_models
+
+    target, model, src, inputs = load_workload(workload)
     threads = int(target.tvm.attrs.get("num-cores", 1))
     exes = {}
     prog = Progress(len(dirs) + passes, desc="retime", unit="step")
     for d in dirs:
-        db, kept = _best_records(d)
-        exes[d], report = compile_model(db, model.mod, target.tvm)
+        exes[d], report, kept = compile_dir(d, model, target)
         log(f"{dir_name(d)}: {len(report['tuned'])} tuned functions, "
             f"{len(report['untuned'])} untuned (kept untuned: {', '.join(sorted(kept)) or '-'})")
         prog.update(1)

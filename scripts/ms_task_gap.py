@@ -42,8 +42,9 @@ MetaSchedule A/Bs since session 27)::
 work dir, the compiled model's latency (median of the re-timing passes) over its sum of
 weighted best kernels: how far the tuning-time kernel timing predicts the model (1.0: the
 model is the sum of its tuned kernels; above: time outside them, or kernels slower inside
-the model than when timed alone -- on ResNet-18 1.2-1.7x, and not from warm-vs-cold timing:
-tuning with ``--flush-cache`` left it there, session 33)::
+the model than when timed alone -- on ResNet-18 1.14-1.59x when tuned warm, 0.94-1.02x
+when tuned cold with ``--flush-cache``: inside the model its weights are not in cache,
+session 34; ``scripts.ms_profile`` shows it kernel by kernel)::
 
     python -m scripts.ms_task_gap --model-times docs/data/ms_retime1000_s32_resnet1865.json \
         D/resnet18_1000_65_evolutionary D/resnet18_1000_65_dcoc D/resnet18_1000_65_replay-trace

@@ -221,18 +221,14 @@ def evaluator_config(number: int | None = None, repeat: int | None = None,
     or ``min_repeat_ms != 0`` is refused: the flush precedes only a repeat's first run."""
     from tvm.s_tir import meta_schedule as ms
 
-    if flush_cache:
-        number = EVAL_COLD_NUMBER if number is None else number
-        repeat = EVAL_COLD_REPEAT if repeat is None else repeat
-        min_repeat_ms = EVAL_COLD_MIN_REPEAT_MS if min_repeat_ms is None else min_repeat_ms
-        if number != 1 or min_repeat_ms != 0:
-            raise DcocError(f"a cache flush precedes only the first of a repeat's runs; with "
-                            f"number={number}, min_repeat_ms={min_repeat_ms} the other runs "
-                            "are warm -- use number=1, min_repeat_ms=0")
-    else:
-        number = EVAL_NUMBER if number is None else number
-        repeat = EVAL_REPEAT if repeat is None else repeat
-        min_repeat_ms = EVAL_MIN_REPEAT_MS if min_repeat_ms is None else min_repeat_ms
+    defaults = ((EVAL_COLD_NUMBER, EVAL_COLD_REPEAT, EVAL_COLD_MIN_REPEAT_MS) if flush_cache
+                else (EVAL_NUMBER, EVAL_REPEAT, EVAL_MIN_REPEAT_MS))
+    number, repeat, min_repeat_ms = (d if v is None else v for v, d in
+                                     zip((number, repeat, min_repeat_ms), defaults))
+    if flush_cache and (number != 1 or min_repeat_ms != 0):
+        raise DcocError(f"a cache flush precedes only the first of a repeat's runs; with "
+                        f"number={number}, min_repeat_ms={min_repeat_ms} the other runs "
+                        "are warm -- use number=1, min_repeat_ms=0")
     return ms.runner.EvaluatorConfig(number=number, repeat=repeat, min_repeat_ms=min_repeat_ms,
                                      enable_cpu_cache_flush=flush_cache)
 
