@@ -419,3 +419,13 @@ def test_profile_table_sums_calls_and_reads_back_without_tvm(tmp_path, capsys):
     assert "no result.json" in capsys.readouterr().err
     assert main(["--workload", "vgg", str(tmp_path)]) == 2
     assert "unknown --workload vgg" in capsys.readouterr().err
+
+
+def test_held_out_models_are_disjoint_from_the_tuning_set_and_exist_in_the_wheel():
+    from dcoc_models import light_names
+    from scripts.bench_metaschedule import HELD_OUT_MODELS, MODELS, TUNING_MODELS
+
+    assert not set(HELD_OUT_MODELS) & set(TUNING_MODELS)
+    assert set(HELD_OUT_MODELS) | set(TUNING_MODELS) == set(MODELS)
+    for w in HELD_OUT_MODELS:  # the onnx wheel's real topologies, not dcoc-built stand-ins
+        assert MODELS[w][0] in light_names()
