@@ -429,3 +429,28 @@ def test_held_out_models_are_disjoint_from_the_tuning_set_and_exist_in_the_wheel
     assert set(HELD_OUT_MODELS) | set(TUNING_MODELS) == set(MODELS)
     for w in HELD_OUT_MODELS:  # the onnx wheel's real topologies, not dcoc-built stand-ins
         assert MODELS[w][0] in light_names()
+
+
+def test_fill_summary_ranks_records_by_each_fill_against_the_model_data(tmp_path, capsys):
+    from scripts.ms_fill import _regret, main, summary
+
+    recs = [  # a fill-sensitive task: on [1, 10] data record b looks best, on model data c is
+        {"dir": "/x/t_1000_1_dcoc", "rank": 0, "recorded_ms": 0.40,
+         "metaschedule": 0.40, "normal": 1.9, "model": 1.5},
+        {"dir": "/x/t_1000_1_dcoc", "rank": 1, "recorded_ms": 0.41,
+         "metaschedule": 0.30, "normal": 2.0, "model": 1.6},
+        {"dir": "/x/t_1000_1_evolutionary", "rank": 0, "recorded_ms": None,
+         "metaschedule": 0.50, "normal": 1.5, "model": 1.2},
+    ]
+    assert _regret(recs, "metaschedule") == pytest.approx(1.6 / 1.2)
+    assert _regret(recs, "normal") == pytest.approx(1.0)
+    text = summary({"workload": "transformer", "task": "dense", "function": "f", "records": recs})
+    assert "| pooled | 3 | 1.2000 |" in text
+    assert "-1.000 | 1.333" in text  # metaschedule fill ranks the three exactly backwards
+    p = tmp_path / "fill.json"
+    p.write_text(json.dumps({"workload": "transformer", "task": "dense", "function": "f",
+                             "records": recs}))
+    assert main(["--read", str(p)]) == 0
+    assert "pooled" in capsys.readouterr().out
+    assert main(["--workload", "transformer"]) == 2
+    assert "--task" in capsys.readouterr().err
