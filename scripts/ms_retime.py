@@ -317,13 +317,14 @@ def report(times: dict, recorded: dict, pairs, tune: dict | None = None) -> str:
 
 
 def _pairs_by(dirs, suffix: str, ref: str):
-    """(dir ending in suffix, dir of the same group ending in ref)."""
-    def group(d, end):
-        n = dir_name(d)
-        return n[: -len(end) - 1] if n.endswith("_" + end) else None
-    refs = {group(d, ref): d for d in dirs if group(d, ref)}
-    return [(d, refs[group(d, suffix)]) for d in dirs
-            if group(d, suffix) and group(d, suffix) in refs]
+    """(dir of strategy ``suffix``, dir of the same (workload, budget, seed) group of
+    strategy ``ref``), dirs named by ``run_dir_name``."""
+    runs = {}
+    for d in dirs:
+        m = _RUN.match(dir_name(d))
+        if m:
+            runs[(_group_of(d), m["strategy"])] = d
+    return [(d, runs[(g, ref)]) for (g, s), d in runs.items() if s == suffix and (g, ref) in runs]
 
 
 def main(argv=None) -> int:
