@@ -68,7 +68,7 @@ def _records(work_dir: str, task: str, top: int) -> list:
                 secs = [float(x) for x in (r.run_secs or [])]
                 if not secs or min(secs) >= FAILED_SECS:
                     continue
-                key = json.dumps(r.trace.as_json(remove_postproc=True), sort_keys=True)
+                key = str(r.trace.as_json(remove_postproc=True))
                 if key not in seen:
                     seen.add(key)
                     out.append(r)
