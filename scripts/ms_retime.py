@@ -318,13 +318,12 @@ def report(times: dict, recorded: dict, pairs, tune: dict | None = None) -> str:
 
 def _pairs_by(dirs, suffix: str, ref: str):
     """(dir of strategy ``suffix``, dir of the same (workload, budget, seed) group of
-    strategy ``ref``), dirs named by ``run_dir_name``."""
-    runs = {}
-    for d in dirs:
+    strategy ``ref``) for every ``suffix`` dir, dirs named by ``run_dir_name``."""
+    def run(d):
         m = _RUN.match(dir_name(d))
-        if m:
-            runs[(_group_of(d), m["strategy"])] = d
-    return [(d, runs[(g, ref)]) for (g, s), d in runs.items() if s == suffix and (g, ref) in runs]
+        return (_group_of(d), m["strategy"]) if m else (None, None)
+    refs = {g: d for d in dirs for g, s in [run(d)] if g and s == ref}
+    return [(d, refs[g]) for d in dirs for g, s in [run(d)] if g and s == suffix and g in refs]
 
 
 def main(argv=None) -> int:
