@@ -223,13 +223,9 @@ def main(argv=None) -> int:
             raise DcocError("give the work dirs, --workload and --task (or --read a file)")
         if a.top < 1 or a.rounds < 1:
             raise DcocError("--top and --rounds must be >= 1")
-        from scripts.bench_metaschedule import MODELS
+        from scripts.ms_retime import check_kept_dirs
 
-        if a.workload not in MODELS:
-            raise DcocError(f"unknown --workload {a.workload}; one of {', '.join(MODELS)}")
-        for d in a.dirs:
-            if not os.path.isfile(os.path.join(d, "result.json")):
-                raise DcocError(f"not a kept work directory (no result.json): {d}")
+        check_kept_dirs(a.workload, a.dirs)
         res = time_records(a.workload, a.task, a.dirs, top=a.top, rounds=a.rounds)
     except DcocError as e:
         print(f"error: {e}", file=sys.stderr)

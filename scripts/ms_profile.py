@@ -202,13 +202,9 @@ def main(argv=None) -> int:
             return 0
         if not a.dirs or not a.workload:
             raise DcocError("give the work dirs and --workload (or --read earlier profiles)")
-        from scripts.bench_metaschedule import MODELS
+        from scripts.ms_retime import check_kept_dirs
 
-        if a.workload not in MODELS:
-            raise DcocError(f"unknown --workload {a.workload}; one of {', '.join(MODELS)}")
-        for d in a.dirs:
-            if not os.path.isfile(os.path.join(d, "result.json")):
-                raise DcocError(f"not a kept work directory (no result.json): {d}")
+        check_kept_dirs(a.workload, a.dirs)
         profs = profile_dirs(a.workload, a.dirs, runs=a.runs)
     except DcocError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -108,10 +108,16 @@ def _recorded(rows_files, dirs, key: str = "best_ms", log=None) -> dict:
 _RUN = re.compile(r"^(?P<workload>.+?)_(?P<budget>\d+)_(?P<seed>\d+)_(?P<strategy>.+)$")
 
 
+def _run_of(d: str):
+    """((workload, budget, seed), strategy) of a run dir named by ``run_dir_name``, else
+    (None, None)."""
+    m = _RUN.match(dir_name(d))
+    return ((m["workload"], int(m["budget"]), int(m["seed"])), m["strategy"]) if m else (None, None)
+
+
 def _group_of(d: str):
     """(workload, budget, seed) of a run dir named by ``run_dir_name``, else None."""
-    m = _RUN.match(dir_name(d))
-    return (m["workload"], int(m["budget"]), int(m["seed"])) if m else None
+    return _run_of(d)[0]
 
 
 def by_model(pairs, ratios, tune: dict | None = None) -> str:
@@ -155,6 +161,18 @@ def load_workload(workload: str):
     target = resolve_target("llvm")
     model, src = load_model(workload)
     return target, model, src, random_inputs(model.input_shapes, model.input_dtypes, seed=0)
+
+
+def check_kept_dirs(workload: str, dirs) -> None:
+    """One-line DcocError unless ``workload`` is a benchmark whole model and every dir is a
+    work dir ``bench_metaschedule --work-dir`` kept (it holds result.json)."""
+    from scripts.bench_metaschedule import MODELS
+
+    if workload not in MODELS:
+        raise DcocError(f"unknown --workload {workload}; one of {', '.join(MODELS)}")
+    for d in dirs:
+        if not os.path.isfile(os.path.join(d, "result.json")):
+            raise DcocError(f"not a kept work directory (no result.json): {d}")
 
 
 def compile_dir(work_dir: str, model, target):
@@ -319,11 +337,8 @@ def report(times: dict, recorded: dict, pairs, tune: dict | None = None) -> str:
 def _pairs_by(dirs, suffix: str, ref: str):
     """(dir of strategy ``suffix``, dir of the same (workload, budget, seed) group of
     strategy ``ref``) for every ``suffix`` dir, dirs named by ``run_dir_name``."""
-    def run(d):
-        m = _RUN.match(dir_name(d))
-        return (_group_of(d), m["strategy"]) if m else (None, None)
-    refs = {g: d for d in dirs for g, s in [run(d)] if g and s == ref}
-    return [(d, refs[g]) for d in dirs for g, s in [run(d)] if g and s == suffix and g in refs]
+    refs = {g: d for d in dirs for g, s in [_run_of(d)] if g and s == ref}
+    return [(d, refs[g]) for d in dirs for g, s in [_run_of(d)] if g and s == suffix and g in refs]
 
 
 def main(argv=None) -> int:
