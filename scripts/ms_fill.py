@@ -42,15 +42,14 @@ FILLS = ("metaschedule", "normal", "model")
 
 def _task_function(work_dir: str, task: str) -> str:
     """The compiled function name (MetaSchedule task name) of dcoc task ``task``."""
-    with open(os.path.join(work_dir, "result.json"), encoding="utf-8") as f:
-        res = json.load(f)
-    names = {layer["task"] for layer in res.get("layers", [])}
-    if task not in names:
-        raise DcocError(f"{work_dir}: no task {task!r}; tasks are {', '.join(sorted(names))}")
-    for layer in res["layers"]:
-        if layer["task"] == task:
-            return (res.get("schedules", {}).get(layer["layer"]) or {}).get("ms_task", task)
-    return task  # unreachable: task is in names
+    from scripts.ms_profile import layer_functions
+
+    rows = layer_functions(work_dir)
+    for row in rows:
+        if row["task"] == task:
+            return row["function"]
+    raise DcocError(f"{work_dir}: no task {task!r}; tasks are "
+                    f"{', '.join(sorted({row['task'] for row in rows}))}")
 
 
 def _records(work_dir: str, task: str, top: int) -> list:

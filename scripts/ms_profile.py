@@ -121,16 +121,22 @@ def profile_executable(ex, target, model, inputs: dict, runs: int = 30, seed: in
     return {"model_ms": model_ms, "builtin_ms": builtin, "functions": out}
 
 
-def recorded_latency(work_dir: str) -> dict:
-    """{compiled function name: the tuning's recorded ms} from a work dir's result.json."""
+def layer_functions(work_dir: str) -> list[dict]:
+    """Each layer of a work dir's result.json as ``{"task", "function", "latency_ms"}``:
+    its dcoc task, the compiled function (MetaSchedule task name) it runs as, and the
+    tuning's recorded ms (None where it has none)."""
     with open(os.path.join(work_dir, "result.json"), encoding="utf-8") as f:
         res = json.load(f)
-    out = {}
-    for layer in res.get("layers", []):
-        fn = (res.get("schedules", {}).get(layer["layer"]) or {}).get("ms_task", layer["task"])
-        if layer.get("latency_ms") is not None:
-            out[fn] = float(layer["latency_ms"])
-    return out
+    scheds = res.get("schedules", {})
+    return [{"task": layer["task"],
+             "function": (scheds.get(layer["layer"]) or {}).get("ms_task", layer["task"]),
+             "latency_ms": layer.get("latency_ms")} for layer in res.get("layers", [])]
+
+
+def recorded_latency(work_dir: str) -> dict:
+    """{compiled function name: the tuning's recorded ms} from a work dir's result.json."""
+    return {row["function"]: float(row["latency_ms"]) for row in layer_functions(work_dir)
+            if row["latency_ms"] is not None}
 
 
 def table(name: str, prof: dict) -> str:

@@ -398,6 +398,44 @@ def test_flush_cache_flag_reaches_the_runner_and_the_rows(monkeypatch):
         evaluator_config(number=3, min_repeat_ms=10, flush_cache=True)
 
 
+def test_run_tunes_whole_models_with_the_flush_cache_setting(monkeypatch, tmp_path):
+    """run(flush_cache=...) reaches tune_model for every strategy of a whole model (which
+    builds its own runner and records the timing in the work dir), and the rows say so."""
+    import types
+
+    import tvm_plugin.build
+    import tvm_plugin.tune
+    import scripts.bench_metaschedule as bm
+
+    calls = []
+
+    def fake_tune_model(model, target, **kw):
+        calls.append((kw["tuner"], kw["flush_cache"]))
+        return types.SimpleNamespace(extra={"new_trials": 4, "tuning_seconds": 1.0},
+                                     latency_ms=1.0, executable=object(),
+                                     baseline_latency_ms=2.0)
+
+    model = types.SimpleNamespace(name="m", input_shapes={"x": (1, 4)},
+                                  input_dtypes={"x": "float32"})
+    monkeypatch.setattr(tvm_plugin.tune, "tune_model", fake_tune_model)
+    monkeypatch.setattr(tvm_plugin.build, "make_builder", lambda *a, **k: None)
+    monkeypatch.setattr(tvm_plugin.build, "close_builder", lambda b: None)
+    monkeypatch.setattr(bm, "load_model", lambda w: (model, "src.onnx"))
+    monkeypatch.setattr(bm, "_ort_latency", lambda *a, **k: 0.5)
+    monkeypatch.setattr(bm, "_strategy", lambda s, seed, pop: (s, "xgb"))
+    monkeypatch.setattr(bm, "time_models", lambda exes, *a, **k: {**{s: 1.0 for s in exes},
+                                                                   "onnxruntime": 0.5})
+    for flush in (True, False):
+        rows = bm.run(budgets=(4,), seeds=(0,), workloads=("small_cnn",),
+                      strategies=("dcoc", "evolutionary"), work_root=str(tmp_path / str(flush)),
+                      log=lambda *a: None, flush_cache=flush)
+        tuned = [r for r in rows if r["strategy"] != "onnxruntime"]
+        assert [r["strategy"] for r in tuned] == ["dcoc", "evolutionary"]
+        assert all(r.get("flush_cache", False) is flush for r in tuned)
+    assert calls == [("dcoc", True), ("evolutionary", True), ("dcoc", False),
+                     ("evolutionary", False)]
+
+
 def test_profile_table_sums_calls_and_reads_back_without_tvm(tmp_path, capsys):
     from scripts.ms_profile import main, table
 
