@@ -33,15 +33,16 @@ Ablations are flags of :class:`DCOCConfig`, not copies of the algorithm:
 * ``select="topk"`` (``dcoc-topk``): no uncertainty, the ``n`` best predicted means.
 
 ``select=None`` (the default) takes :attr:`Problem.default_select`: confidence sampling per
-task and in MetaSchedule, top-k in whole-model co-design (the confidence rule was ablated
+task, top-k in whole-model co-design and in MetaSchedule (the confidence rule was ablated
 there on 60 (model, board, seed) triples and added nothing; docs/method.md §12).
 ``proposer=None`` (the default) takes the problem's :attr:`Problem.default_proposer`:
-the agents per task and in MetaSchedule, the surrogate in whole-model co-design (the
-agents were ablated there on ResNet-18, MobileNetV2 and VGG-16 and added nothing;
-docs/method.md §12).  The ``surrogate`` reference tuner is ``proposer="surrogate",
+the agents per task, the surrogate in whole-model co-design (the agents were ablated there
+on ResNet-18, MobileNetV2 and VGG-16 and added nothing; docs/method.md §12) and in
+MetaSchedule (``tvm_plugin.strategy.MS_DEFAULTS``: neither the agents nor the confidence
+rule showed a gain on whole models, sessions 27, 28 and 36).  The ``surrogate`` reference tuner is ``proposer="surrogate",
 select="topk"``.  ``learn=None`` (the default) takes :attr:`Problem.default_learn` (True);
-the MetaSchedule strategy sets False where a config leaves it unset
-(``tvm_plugin.strategy.MS_DEFAULTS``: no gain from learning on whole models, session 27).
+the MetaSchedule strategy sets False where a config leaves it unset (no gain from learning
+on whole models, session 27; it matters there only with ``proposer="agents"``).
 """
 from __future__ import annotations
 
@@ -185,12 +186,14 @@ class DCOCConfig:
     proposer: str | None = None   # who proposes candidates: agents (their walks) | surrogate (the
                                   # ensemble's own search) | both (the two pooled, opt-in) | None:
                                   # the problem's default (Problem.default_proposer): agents per
-                                  # task and in MetaSchedule, surrogate in co-design, where the
-                                  # agents did not beat it on three models (docs/method.md §12)
+                                  # task, surrogate in co-design, where the agents did not beat
+                                  # it on three models (docs/method.md §12), and in MetaSchedule
+                                  # (tvm_plugin.strategy.MS_DEFAULTS, session 36)
     select: str | None = None     # confidence | topk (dcoc-topk, surrogate) | None: the problem's
-                                  # default (Problem.default_select): confidence per task and in
-                                  # MetaSchedule, topk in co-design, where the confidence rule showed
-                                  # no gain over top-k on 60 triples (session 14, docs/method.md §12)
+                                  # default (Problem.default_select): confidence per task, topk in
+                                  # co-design, where the confidence rule showed no gain over top-k on
+                                  # 60 triples (session 14, docs/method.md §12), and in MetaSchedule
+                                  # (tvm_plugin.strategy.MS_DEFAULTS, session 36)
     cluster_bootstrap: int = 5    # agents="clustered": partitions compared on bootstrap resamples
     cluster_agreement: float = 0.8  # ... and adopted only if this share of them agree (else the
                                     # fixed split stays and clustering is retried on twice the data)

@@ -19,13 +19,15 @@ Every strategy gets the same budget (``--budgets``), the same builder (one
 :class:`~tvm_plugin.build.PersistentBuilder` for the whole run) and the same runner
 (``LocalRunner``, ``number=3, repeat=1, min_repeat_ms=10``), ``num_trials_per_iter=16``.
 ``dcoc`` = :class:`~tvm_plugin.strategy.DCOCSearchStrategy` (MetaSchedule cost model
-``"random"``, i.e. unused; DCOC's own ensemble learns on knob features); ``evolutionary`` =
+``"random"``, i.e. unused; DCOC's own ensemble learns on knob features and, since session
+36, proposes with its own annealing and measures its top-k: ``tvm_plugin.strategy.MS_DEFAULTS``;
+``dcoc:proposer=agents,select=confidence`` is the earlier default); ``evolutionary`` =
 ``EvolutionarySearch(population_size=P)`` with MetaSchedule's XGBoost cost model (``P`` =
 512, MetaSchedule's default; 128 in ``--quick``); ``replay-trace`` = ``ReplayTrace``
 (random decisions, no model).  DCOC variants are specs: ``dcoc:program_rerank=4`` (the
 opt-in program features with a pool shared by the model's tasks, docs/method.md §13),
 ``dcoc:program_rerank=4,program_share=false`` (program features, no pool),
-``dcoc-noagents`` (no agents).
+``dcoc-agents`` (the agents' walks propose).
 
 Reported per run: the best schedule's latency (after the strategies of one
 (workload, budget, seed) have run, their best records are rebuilt exactly as the builder

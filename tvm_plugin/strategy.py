@@ -11,8 +11,9 @@ view of design-space traces (:mod:`tvm_plugin.space`):
                                            strategy=DCOCSearchStrategy(seed=0),
                                            cost_model="random")
 
-  :class:`DCOCSearchStrategy` is the one with tuner ``"dcoc"`` (multi-agent RL over the
-  knobs + XGBoost confidence sampling).
+  :class:`DCOCSearchStrategy` is the one with tuner ``"dcoc"`` (in MetaSchedule: the
+  XGBoost ensemble's own search over the knobs, top-k, program features and one pool per
+  run for cold tasks; the agents and the confidence rule are opt-in there, :data:`MS_DEFAULTS`).
 * :class:`MetaScheduleMeasurer` + :func:`ms_tuning_task` -- the AutoTVM-style way round:
   a :class:`dcoc.search.TuningTask` for one MetaSchedule task and a
   :class:`dcoc.search.Measurer` that builds and runs its configs, so
@@ -126,10 +127,14 @@ def _candidate(sch) -> Any:
 
 # ============================================================================ strategy
 #: DCOCConfig fields that a DCOC tuner in MetaSchedule takes where its config leaves them
-#: unset (None): the agents walk but do not learn.  Session 27's ablation on whole models
-#: (docs/RESULTS.md, "The agents and their learning in MetaSchedule"): learning showed no
-#: gain (6 groups, p = 0.31), so it is not in the default; ``learn=True`` restores it.
-MS_DEFAULTS = {"learn": False}
+#: unset (None).  Issue 13 keeps a component in the default only where it shows a
+#: significant gain; on whole models none of DCOC's agents, their learning or the
+#: confidence rule ever did (sessions 27, 28, 36; docs/RESULTS.md), and the current
+#: default was not significantly faster than the ensemble's own search with top-k
+#: (session 36, "The honest MetaSchedule default"), so candidates come from the knob
+#: ensemble's simulated annealing and the batch is its top-k.  ``proposer="agents"``,
+#: ``select="confidence"`` (and ``learn=True``) restore the agents, the rule and learning.
+MS_DEFAULTS = {"learn": False, "proposer": "surrogate", "select": "topk"}
 
 
 def with_ms_defaults(tuner_kwargs: dict) -> dict:
@@ -491,8 +496,10 @@ ranked from 64 x n candidates by one program-feature model shared across the run
 tasks (``dcoc.core.COLD_SETTING``, docs/method.md §13); pass ``max_trials_global`` so the
 share is computed on the run's total.  ``config=DCOCConfig(cold_below=0)`` turns it off.
 
-The agents walk but are not updated unless the config sets ``learn=True``
-(:data:`MS_DEFAULTS`; docs/method.md §10).
+By default no agents propose in MetaSchedule: the knob ensemble's simulated annealing does,
+and the batch is the top-k by predicted mean (:data:`MS_DEFAULTS`; docs/method.md §13);
+``agents`` matters with ``config=DCOCConfig(proposer="agents")`` (or ``"both"``), whose
+agents walk without learning unless the config also sets ``learn=True``.
 """
 
 

@@ -26,7 +26,9 @@ Tune MODEL end to end and print a per-layer table and a summary.
   timing model, within --board arty-a7 (default) or kv260.  Every tuner works on both.
 --target llvm / cuda / JSON dict: tune the model's MetaSchedule tasks with the DCOC
   search strategy (or --tuner), compile the tuned model and measure it against the
-  untuned one.
+  untuned one.  There dcoc proposes with the XGBoost ensemble's own search and measures
+  its top-k (the agents and confidence sampling showed no gain on whole models,
+  docs/method.md section 13); --tuner dcoc-agents uses the agents.
 
 Records are appended to WORK_DIR/records.jsonl (vta) or a MetaSchedule database
 (llvm/cuda) as they are measured; rerunning the same command resumes (nothing recorded is
@@ -64,7 +66,7 @@ def add_arguments(parser) -> None:
                              "dcoc-topk are its ablations, sweep and surrogate non-learning "
                              "references, the others the baselines")
     parser.add_argument("--agents", default="dcoc", choices=list(MODES),
-                        help="agent-driven tuners (dcoc per layer/MetaSchedule, dcoc-agents, "
+                        help="agent-driven tuners (dcoc per layer, dcoc-agents, "
                              "dcoc-frozen): which knobs each agent owns: dcoc = hardware + "
                              "mapping + scheduling agents (default); single = one agent; "
                              "per-knob; clustered = correlation clustering on warm-up "

@@ -18,7 +18,7 @@ The same object drives the VTA simulator and MetaSchedule tasks: only the space 
 
 Registered variants (``dcoc.tuners.create(NAME, task)``), each one flag of
 :class:`~dcoc.core.DCOCConfig`: ``dcoc-agents`` (the agents' walks only: ``dcoc`` itself per
-task; the agents ablation of co-design), ``dcoc-frozen`` (agents never updated), ``dcoc-noagents``
+task; the agents ablation of co-design and MetaSchedule), ``dcoc-frozen`` (agents never updated), ``dcoc-noagents``
 (the ensemble scores every valid point, or anneals where the space is too large),
 ``dcoc-topk`` (top-k by predicted mean, no uncertainty), and the reference
 ``surrogate`` (ensemble + exhaustive scoring/annealing + top-k, no agents).
@@ -531,9 +531,9 @@ class DCOCFrozenTuner(DCOCTuner):
 
 
 class DCOCAgentsTuner(DCOCTuner):
-    """DCOC whose candidates come from the agents' walks only.  Per task and in MetaSchedule
-    this is ``dcoc``; in whole-model co-design, where ``dcoc`` uses the surrogate's search
-    (docs/method.md §12), it is the agents ablation."""
+    """DCOC whose candidates come from the agents' walks only.  Per task this is ``dcoc``;
+    in whole-model co-design and in MetaSchedule, where ``dcoc`` uses the surrogate's search
+    (docs/method.md §12, §13), it is the agents ablation."""
 
     name = "dcoc-agents"
     variant = {"proposer": "agents"}

@@ -280,6 +280,10 @@ def test_metaschedule_defaults_fill_only_unset_fields(conv_task):
         assert getattr(kw["config"], k) == v
     assert with_ms_defaults({"config": DCOCConfig(learn=True)})["config"].learn is True
     assert DCOCConfig().learn is None            # per task: Problem.default_learn (True)
+    # since session 36 no agents and no confidence rule in MetaSchedule unless asked for
+    assert (MS_DEFAULTS["proposer"], MS_DEFAULTS["select"]) == ("surrogate", "topk")
+    old = with_ms_defaults({"config": DCOCConfig(proposer="agents", select="confidence")})
+    assert (old["config"].proposer, old["config"].select) == ("agents", "confidence")
 
     et = conv_task.ms_task
     for cfg, learn in ((None, MS_DEFAULTS.get("learn", True)), (DCOCConfig(learn=True), True)):
@@ -289,3 +293,5 @@ def test_metaschedule_defaults_fill_only_unset_fields(conv_task):
         strat._initialize_with_tune_context(ctx)
         strat.pre_tuning(4, 4, ctx.space_generator.generate_design_space(ctx.mod), None, None)
         assert strat.tuner.core.learn is learn
+        # neither config sets proposer / select: MetaSchedule's defaults fill them
+        assert (strat.tuner.core.proposer, strat.tuner.core.select) == ("surrogate", "topk")
