@@ -33,14 +33,15 @@ Ablations are flags of :class:`DCOCConfig`, not copies of the algorithm:
 * ``select="topk"`` (``dcoc-topk``): no uncertainty, the ``n`` best predicted means.
 
 ``select=None`` (the default) takes :attr:`Problem.default_select`: confidence sampling per
-task, top-k in whole-model co-design and in MetaSchedule (the confidence rule was ablated
-there on 60 (model, board, seed) triples and added nothing; docs/method.md §12).
-``proposer=None`` (the default) takes the problem's :attr:`Problem.default_proposer`:
-the agents per task, the surrogate in whole-model co-design (the agents were ablated there
-on ResNet-18, MobileNetV2 and VGG-16 and added nothing; docs/method.md §12) and in
-MetaSchedule (``tvm_plugin.strategy.MS_DEFAULTS``: neither the agents nor the confidence
-rule showed a gain on whole models, sessions 27, 28 and 36).  The ``surrogate`` reference tuner is ``proposer="surrogate",
-select="topk"``.  ``learn=None`` (the default) takes :attr:`Problem.default_learn` (True);
+task, top-k in whole-model co-design (the confidence rule was ablated there on 60 (model,
+board, seed) triples and added nothing; docs/method.md §12).  ``proposer=None`` (the
+default) takes the problem's :attr:`Problem.default_proposer`: the agents per task, the
+surrogate in whole-model co-design (the agents were ablated there on ResNet-18,
+MobileNetV2 and VGG-16 and added nothing; docs/method.md §12).  The MetaSchedule strategy
+fills ``proposer="surrogate", select="topk"`` where a config leaves them unset
+(``tvm_plugin.strategy.MS_DEFAULTS``: neither the agents nor the confidence rule showed a
+gain on whole models, sessions 27, 28 and 36).  The ``surrogate`` reference tuner is
+``proposer="surrogate", select="topk"``.  ``learn=None`` (the default) takes :attr:`Problem.default_learn` (True);
 the MetaSchedule strategy sets False where a config leaves it unset (no gain from learning
 on whole models, session 27; it matters there only with ``proposer="agents"``).
 """
