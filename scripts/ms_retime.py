@@ -163,16 +163,22 @@ def load_workload(workload: str):
     return target, model, src, random_inputs(model.input_shapes, model.input_dtypes, seed=0)
 
 
+def check_work_dirs(dirs) -> None:
+    """One-line DcocError unless every dir is a work dir ``bench_metaschedule --work-dir``
+    kept (it holds result.json)."""
+    for d in dirs:
+        if not os.path.isfile(os.path.join(d, "result.json")):
+            raise DcocError(f"not a kept work directory (no result.json): {d}")
+
+
 def check_kept_dirs(workload: str, dirs) -> None:
     """One-line DcocError unless ``workload`` is a benchmark whole model and every dir is a
-    work dir ``bench_metaschedule --work-dir`` kept (it holds result.json)."""
+    kept work dir (``check_work_dirs``)."""
     from scripts.bench_metaschedule import MODELS
 
     if workload not in MODELS:
         raise DcocError(f"unknown --workload {workload}; one of {', '.join(MODELS)}")
-    for d in dirs:
-        if not os.path.isfile(os.path.join(d, "result.json")):
-            raise DcocError(f"not a kept work directory (no result.json): {d}")
+    check_work_dirs(dirs)
 
 
 def compile_dir(work_dir: str, model, target):
@@ -396,9 +402,10 @@ def _readout(a) -> str:
         if not a.dirs or not a.workload:
             raise DcocError("give the work dirs and --workload (or --times to re-read "
                             "earlier timings)")
-        for d in a.dirs:
-            if not os.path.isdir(d):
-                raise DcocError(f"not a work directory: {d}")
+        check_kept_dirs(a.workload, a.dirs)  # before minutes of compiling and timing
+        if a.out and os.path.splitext(a.out)[1] == ".json":
+            raise DcocError(f"--out {a.out}: the table would overwrite the raw times, which "
+                            "go next to it as .json; name the table e.g. .md")
         dirs = a.dirs
     pairs = list(zip(a.pairs[::2], a.pairs[1::2]))
     if a.pair_by:

@@ -206,14 +206,12 @@ def sums(pairs: list[tuple[str, str]]) -> str:
 def model_over_kernels(times_files, work_dirs) -> str:
     """Per work dir: summed weighted best kernels, the compiled model's re-timed median
     (from ``ms_retime --out`` raw times, dir matched by path or name) and their ratio."""
-    from dcoc.errors import DcocError
-    from scripts.ms_retime import _resolve, load_times
+    from scripts.ms_retime import _resolve, check_work_dirs, load_times
 
     times = load_times(times_files)
     out = ["| run | summed kernels ms | model ms (median) | model / kernels |", "|---|---|---|---|"]
     for d in work_dirs:
-        if not os.path.isfile(os.path.join(d, "result.json")):
-            raise DcocError(f"not a kept work directory (no result.json): {d}")
+        check_work_dirs([d])
         key = _resolve(times, d, what=f"--model-times {' '.join(times_files)}")
         _, t = gap_table({"run": load_run(d)})
         k, m = t["run"]["sum_ms"], statistics.median(times[key])

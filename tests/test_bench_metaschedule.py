@@ -268,8 +268,19 @@ def test_retime_reads_earlier_times_back_and_sums_up_the_pairs(tmp_path, capsys)
     assert "no such times file" in capsys.readouterr().err
     assert main(["--times", str(fa), str(fa)]) == 2  # the same dir timed twice
     assert "m_256_1_dcoc is timed in both" in capsys.readouterr().err
-    assert main([str(tmp_path), "--workload", "mobilenetv2", "--pairs", "x", "y"]) == 2
+    kept = tmp_path / "m_256_3_dcoc"
+    kept.mkdir()
+    (kept / "result.json").write_text("{}")
+    assert main([str(kept), "--workload", "mobilenetv2", "--pairs", "x", "y"]) == 2
     assert "x is not among the timed dirs" in capsys.readouterr().err  # before any timing
+    # timing is refused before any TVM work: a dir without result.json, an unknown
+    # workload, an --out whose table would overwrite the raw times written next to it
+    assert main([str(tmp_path), "--workload", "mobilenetv2"]) == 2
+    assert f"not a kept work directory (no result.json): {tmp_path}" in capsys.readouterr().err
+    assert main([str(kept), "--workload", "alexnet"]) == 2
+    assert "unknown --workload alexnet" in capsys.readouterr().err
+    assert main([str(kept), "--workload", "mobilenetv2", "--out", str(tmp_path / "r.json")]) == 2
+    assert "would overwrite the raw times" in capsys.readouterr().err
 
 
 def test_retime_combine_averages_ratios_taken_within_each_retiming(tmp_path, capsys):
