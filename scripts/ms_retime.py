@@ -368,11 +368,14 @@ def main(argv=None) -> int:
     p.add_argument("--pair-by", help="pair each dir ending in _SUFFIX with its group's --ref dir")
     p.add_argument("--ref", default="dcoc", help="reference strategy of --pair-by (dir suffix)")
     p.add_argument("--out", help="also write the table (markdown) here and, when timing, the "
-                   "raw times next to it (same name, .json)")
+                   "raw times next to it (same name, .json; so not a .json name itself)")
     a = p.parse_args(argv)
     try:
         if len(a.pairs) % 2:
             raise DcocError("--pairs takes dirs two by two (A B)")
+        if a.out and os.path.splitext(a.out)[1] == ".json":  # a raw times file's name
+            raise DcocError(f"--out {a.out}: the table would overwrite the raw times, which "
+                            "go next to it as .json; name the table e.g. .md")
         if a.combine:
             if a.dirs or a.workload:
                 raise DcocError("--combine re-reads --times files only: no dirs or --workload")
@@ -403,9 +406,6 @@ def _readout(a) -> str:
             raise DcocError("give the work dirs and --workload (or --times to re-read "
                             "earlier timings)")
         check_kept_dirs(a.workload, a.dirs)  # before minutes of compiling and timing
-        if a.out and os.path.splitext(a.out)[1] == ".json":
-            raise DcocError(f"--out {a.out}: the table would overwrite the raw times, which "
-                            "go next to it as .json; name the table e.g. .md")
         dirs = a.dirs
     pairs = list(zip(a.pairs[::2], a.pairs[1::2]))
     if a.pair_by:

@@ -281,6 +281,9 @@ def test_retime_reads_earlier_times_back_and_sums_up_the_pairs(tmp_path, capsys)
     assert "unknown --workload alexnet" in capsys.readouterr().err
     assert main([str(kept), "--workload", "mobilenetv2", "--out", str(tmp_path / "r.json")]) == 2
     assert "would overwrite the raw times" in capsys.readouterr().err
+    assert main(["--times", str(fa), "--out", str(fa)]) == 2  # nor a read-out's table
+    assert "would overwrite the raw times" in capsys.readouterr().err
+    assert json.loads(fa.read_text()) == a
 
 
 def test_retime_combine_averages_ratios_taken_within_each_retiming(tmp_path, capsys):
