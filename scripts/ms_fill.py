@@ -130,16 +130,17 @@ def time_records(workload: str, task: str, dirs, top: int = 16, rounds: int = 3,
     from scripts.ms_retime import compile_dir, load_workload
     from tvm_plugin.build import device_of, evaluator_config, fast_build
 
-    target, model, _, inputs = load_workload(workload)
     function = _task_function(dirs[0], task)
+    for d in dirs[1:]:  # before minutes of compiling
+        if _task_function(d, task) != function:
+            raise DcocError(f"{d}: task {task!r} compiles to another function")
+    target, model, _, inputs = load_workload(workload)
     ex, _, _ = compile_dir(dirs[0], model, target)
     captured = model_arguments(ex, target.tvm, model, inputs, function)
     dev = device_of(target.tvm)
     ev = evaluator_config()
     kernels = []
     for d in dirs:
-        if _task_function(d, task) != function:
-            raise DcocError(f"{d}: task {task!r} compiles to another function")
         for rank, rec in enumerate(_records(d, task, top)):
             sch = Schedule(rec.workload.mod)
             rec.trace.apply_to_schedule(sch, remove_postproc=False)

@@ -206,12 +206,11 @@ def sums(pairs: list[tuple[str, str]]) -> str:
 def model_over_kernels(times_files, work_dirs) -> str:
     """Per work dir: summed weighted best kernels, the compiled model's re-timed median
     (from ``ms_retime --out`` raw times, dir matched by path or name) and their ratio."""
-    from scripts.ms_retime import _resolve, check_work_dirs, load_times
+    from scripts.ms_retime import _resolve, load_times
 
     times = load_times(times_files)
     out = ["| run | summed kernels ms | model ms (median) | model / kernels |", "|---|---|---|---|"]
     for d in work_dirs:
-        check_work_dirs([d])
         key = _resolve(times, d, what=f"--model-times {' '.join(times_files)}")
         _, t = gap_table({"run": load_run(d)})
         k, m = t["run"]["sum_ms"], statistics.median(times[key])
@@ -274,14 +273,17 @@ def main(argv=None) -> int:
     ap.add_argument("--test-class", default="depthwise_conv2d",
                     help="with --pooled: the operator class tested against the rest")
     a = ap.parse_args(argv)
-    if a.model_times:
-        from dcoc.errors import DcocError
-        try:
+    from dcoc.errors import DcocError
+    from scripts.ms_retime import check_work_dirs
+
+    try:
+        check_work_dirs(a.work_dirs)  # every mode reads each dir's result.json
+        if a.model_times:
             print(model_over_kernels(a.model_times, a.work_dirs))
-        except DcocError as e:
-            print(f"ms_task_gap: {e}", file=sys.stderr)
-            return 2
-        return 0
+            return 0
+    except DcocError as e:
+        print(f"ms_task_gap: {e}", file=sys.stderr)
+        return 2
     if a.pooled or a.sums:
         if len(a.work_dirs) < 2 or len(a.work_dirs) % 2:
             print(f"ms_task_gap: {'--sums' if a.sums else '--pooled'} takes (reference, other) "

@@ -157,6 +157,11 @@ def test_task_gap_divides_the_retimed_model_by_the_summed_kernels(tmp_path, caps
     assert "r_1000_2_dcoc is not among the timed dirs" in capsys.readouterr().err
     assert main(["--model-times", str(times), str(tmp_path / "r_1000_1_replay-trace")]) == 2
     assert "not a kept work directory" in capsys.readouterr().err
+    missing = str(tmp_path / "r_1000_1_replay-trace")  # every mode: one line, no traceback
+    for mode in (["--sums"], ["--pooled"], []):
+        assert main(mode + [a, missing]) == 2
+        assert f"ms_task_gap: not a kept work directory (no result.json): {missing}" \
+            in capsys.readouterr().err
 
 
 def test_task_gap_local_share_counts_trials_near_the_best_so_far(tmp_path):
@@ -506,3 +511,21 @@ def test_fill_summary_ranks_records_by_each_fill_against_the_model_data(tmp_path
     assert "pooled" in capsys.readouterr().out
     assert main(["--workload", "transformer"]) == 2
     assert "--task" in capsys.readouterr().err
+
+
+def test_fill_refuses_dirs_whose_task_compiles_to_another_function(tmp_path):
+    """ms_fill.time_records compares one compiled function across dirs: a dir whose task is
+    another function is refused before any workload is loaded or compiled."""
+    from dcoc.errors import DcocError
+    from scripts.ms_fill import time_records
+
+    dirs = []
+    for name, fn in (("r_1000_1_dcoc", "fused_conv"), ("r_1000_1_evolutionary", "fused_conv_1")):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "result.json").write_text(json.dumps({
+            "layers": [{"task": "conv", "layer": "L0"}],
+            "schedules": {"L0": {"ms_task": fn}}}))
+        dirs.append(str(d))
+    with pytest.raises(DcocError, match="r_1000_1_evolutionary: task 'conv' compiles to another function"):
+        time_records("no_such_workload", "conv", dirs)
