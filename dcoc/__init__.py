@@ -21,7 +21,7 @@ def __getattr__(name):  # PEP 562 lazy attributes
 
         return getattr(api, name)
     if name in ("run", "RunResult"):  # dcoc.run: the quantized model on the VTA simulator
-        from dcoc import runner
+        from dcoc.runtime import runner
 
         return getattr(runner, name)
     raise AttributeError(f"module 'dcoc' has no attribute {name!r}")

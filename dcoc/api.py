@@ -1,9 +1,9 @@
 """Public Python API: :func:`tune` (a whole model) and :func:`tune_task` (one VTA workload).
 
 Both are thin: they resolve inputs, build the pieces (tasks, spaces, measurer, records)
-and hand over to the drivers in :mod:`dcoc.codesign` (VTA) or :mod:`tvm_plugin.tune`
+and hand over to the drivers in :mod:`dcoc.codesign` (VTA) or :mod:`tvm_plugin.metaschedule.tuning`
 (llvm/cuda).  Algorithms live in :mod:`dcoc.tuners`, :mod:`dcoc.agents`,
-:mod:`dcoc.costmodel` and :mod:`dcoc.sampling`.
+:mod:`dcoc.method.costmodel` and :mod:`dcoc.method.sampling`.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import re
 import time
 
 from dcoc.errors import ConfigError, DcocError
-from dcoc.result import TaskResult, TuneResult
+from dcoc.results.result import TaskResult, TuneResult
 
 __all__ = ["tune", "tune_task", "TuneResult", "TaskResult", "default_work_dir"]
 
@@ -174,7 +174,7 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
     verbose (keyword, llvm/cuda): TVM's own logs and native warnings on the console instead
         of ``work_dir/logs/tvm.log``.
     pareto: VTA only: also return the throughput/area Pareto front over every hardware
-        config the search completed (``result.pareto``, :mod:`dcoc.pareto`).
+        config the search completed (``result.pareto``, :mod:`dcoc.results.pareto`).
     warm_start (keyword, DCOC co-design): run directories or ``records.jsonl`` files of
         earlier co-design runs of *other* models on the same target/board: their measurements
         pre-fit DCOC's cost models and their best hardware configs are scored first
@@ -186,7 +186,7 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
 
     if tuner not in tuner_names():
         raise DcocError(f"unknown tuner '{tuner}'; choose one of {', '.join(tuner_names())}")
-    from dcoc.agents import MODES
+    from dcoc.method.agent_groups import MODES
 
     if agents not in MODES:
         raise DcocError(f"unknown agents mode '{agents}'; choose one of {', '.join(MODES)}")
@@ -212,7 +212,7 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
         if kwargs.get("warm_start") is not None:
             raise DcocError("warm_start needs an accelerator target (vta co-design with a DCOC tuner)")
         kwargs.pop("warm_start", None)
-        from tvm_plugin.tune import tune_model
+        from tvm_plugin.metaschedule.tuning import tune_model
 
         # MetaSchedule's JSONDatabase in work_dir is always reused: refuse to silently resume
         if not resume and os.path.exists(os.path.join(work_dir, "database_tuning_record.json")):
@@ -230,8 +230,8 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
             raise DcocError("warm_start needs a DCOC tuner doing co-design (no fixed hardware)")
     res = _tune_accelerator(tname, model, board, int(trials), tuner, agents, seed, work_dir, resume,
                            hardware, input_shapes, measurer, n_workers, progress, **kwargs)
-    if pareto:  # from the run's records + the resource model (dcoc.pareto)
-        from dcoc.pareto import front_from_run
+    if pareto:  # from the run's records + the resource model (dcoc.results.pareto)
+        from dcoc.results.pareto import front_from_run
 
         res.pareto = front_from_run(res.work_dir)[0]
         res.save(os.path.join(res.work_dir, "result.json"))

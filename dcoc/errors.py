@@ -34,3 +34,15 @@ class KnobError(DcocError):
 
 class RecordsError(DcocError):
     """A records file that cannot be read or belongs to a different run."""
+
+
+class IsaError(DcocError):
+    """An accelerator instruction or micro-op field is out of range for its bit width."""
+
+
+class WorkloadError(DcocError):
+    """A workload the accelerator cannot express, or functional data of the wrong shape/dtype."""
+
+
+class SimulationError(DcocError):
+    """An instruction stream breaks a rule of the machine (raised by the simulator)."""

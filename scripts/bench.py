@@ -108,7 +108,7 @@ def section_simulator(img: str) -> tuple[str, dict]:
 
 
 def _plot_sw(res: dict, img: str) -> list[str]:
-    from dcoc.plots import _plt
+    from dcoc.results.plots import _plt
 
     plt = _plt()
     runs = res["runs"]
@@ -149,7 +149,7 @@ def _plot_sw(res: dict, img: str) -> list[str]:
             ax.grid(alpha=0.3)
         for ax in list(axes.flat)[len(layers):]:
             ax.axis("off")
-        from dcoc.plots import figure_legend
+        from dcoc.results.plots import figure_legend
 
         fig.tight_layout()
         figure_legend(fig, axes)  # one legend for all panels, below them
@@ -239,7 +239,7 @@ def section_sw(cfg: dict, img: str) -> tuple[str, dict]:
 
 
 def _plot_pareto(res: dict, img: str) -> list[str]:
-    from dcoc.plots import _plt
+    from dcoc.results.plots import _plt
 
     plt = _plt()
     paths = []
@@ -278,7 +278,7 @@ def _plot_pareto(res: dict, img: str) -> list[str]:
             ax.set_ylabel("inferences / s (VTA layers)")
             ax.grid(alpha=0.3)
         axes[0].set_title(f"{model} on {board}: hardware explored", fontsize=12)
-        from dcoc.plots import figure_legend
+        from dcoc.results.plots import figure_legend
 
         fig.tight_layout()
         figure_legend(fig, axes)
@@ -287,7 +287,7 @@ def _plot_pareto(res: dict, img: str) -> list[str]:
         plt.close(fig)
         paths.append(p)
         # curves
-        from dcoc.plots import plot_curves
+        from dcoc.results.plots import plot_curves
 
         curves = {}
         for r in res["runs"]:

@@ -81,7 +81,7 @@ def _layers(model):
 def reference(model: str, board: str) -> dict:
     """Default hardware with exhaustively optimal and with default schedules."""
     from dcoc.api import _baseline_latency
-    from dcoc.search.vta_task import exhaustive
+    from dcoc.vta.spaces import exhaustive
     from dcoc.vta import BOARDS, HWConfig
 
     bd = BOARDS[board]
@@ -95,7 +95,7 @@ def reference(model: str, board: str) -> dict:
 
 
 def _hw_fields(hw) -> dict:
-    from dcoc.result import _hw_dict
+    from dcoc.results.result import _hw_dict
 
     return {k: v for k, v in _hw_dict(hw).items() if k != "name"}
 
@@ -105,7 +105,7 @@ def _hw_optimum(args):
     """Latency (ms) of ``model`` on one hardware config with every layer's exhaustively
     optimal schedule (None if a layer has no valid schedule there)."""
     model, fields = args
-    from dcoc.benchmarks import exhaustive
+    from dcoc.vta.catalogue import exhaustive
     from dcoc.vta import HWConfig
 
     hw = HWConfig(**fields)
@@ -119,7 +119,7 @@ def _hw_optimum(args):
 
 
 def _best_known_path(model: str, board: str) -> str:
-    from dcoc.benchmarks import cache_root, timing_model_tag
+    from dcoc.vta.catalogue import cache_root, timing_model_tag
     from dcoc.vta.report import MODEL_EPILOGUE
 
     return os.path.join(cache_root("best_known"), f"{model}_{board}_{timing_model_tag(MODEL_EPILOGUE)}.json")
@@ -145,7 +145,7 @@ def best_known(model: str, board: str, extra=(), top: int = 20, jobs: int | None
     searched, so an interrupted search resumes.  Returns ``{"latency_ms", "hw",
     "evaluated": {hw: ms}, "landscape_top"}``.
     """
-    from dcoc.search.vta_task import make_hw
+    from dcoc.vta.spaces import make_hw
     from dcoc.vta import BOARDS
     from scripts import hw_landscape
 
@@ -233,7 +233,7 @@ def budget_compare(res: dict, budgets, reference: str = REFERENCE) -> dict:
 
 
 def render_budgets(res: dict, md: bool = False) -> str:
-    from dcoc.commands._common import render_table
+    from dcoc.cli.common import render_table
     from dcoc.stats import fmt_p
 
     bc = res["budget_compare"]
@@ -468,7 +468,7 @@ def render_compare(rows: list[dict], reference: str = REFERENCE, md: bool = Fals
         out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
         out += ["| " + " | ".join(str(c) for c in b) + " |" for b in body]
         return "\n".join(out)
-    from dcoc.commands._common import render_table
+    from dcoc.cli.common import render_table
 
     return render_table(headers, body, right={1})
 
@@ -492,7 +492,7 @@ def summarize(res: dict) -> list[dict]:
 
 
 def render(res: dict) -> str:
-    from dcoc.commands._common import render_table
+    from dcoc.cli.common import render_table
 
     rows = summarize(res)
     out = ["Every (model, board, seed) run: median [IQR] and paired Wilcoxon vs " + REFERENCE,

@@ -5,7 +5,7 @@ Workloads (real tasks from the zoo, through :mod:`tvm_plugin.frontend`):
 * kernels: ``conv3x3`` = ResNet-18 ``conv2d_56x56_64x64_k3s1`` (fused with the folded
   BatchNorm + ReLU); ``conv1x1`` = ResNet-18's downsample ``conv2d_56x56_64x128_k1s2``;
   ``matmul`` = the transformer's FFN output projection ``dense_m128_n256_k1024``;
-* whole models, tuned end to end with :func:`tvm_plugin.tune.tune_model` (the budget is
+* whole models, tuned end to end with :func:`tvm_plugin.metaschedule.tuning.tune_model` (the budget is
   the model's, spread over its tasks by MetaSchedule's gradient task scheduler), compiled,
   measured, and compared with ONNX Runtime on the same cores: ``small_cnn`` (alias
   ``model``: a small ResNet-style CNN, 1x3x32x32, deterministic weights), ``transformer``
@@ -16,11 +16,11 @@ Workloads (real tasks from the zoo, through :mod:`tvm_plugin.frontend`):
   their own 1x3x224x224.
 
 Every strategy gets the same budget (``--budgets``), the same builder (one
-:class:`~tvm_plugin.build.PersistentBuilder` for the whole run) and the same runner
+:class:`~tvm_plugin.metaschedule.build.PersistentBuilder` for the whole run) and the same runner
 (``LocalRunner``, ``number=3, repeat=1, min_repeat_ms=10``), ``num_trials_per_iter=16``.
-``dcoc`` = :class:`~tvm_plugin.strategy.DCOCSearchStrategy` (MetaSchedule cost model
+``dcoc`` = :class:`~tvm_plugin.metaschedule.strategy.DCOCSearchStrategy` (MetaSchedule cost model
 ``"random"``, i.e. unused; DCOC's own ensemble learns on knob features and, since session
-36, proposes with its own annealing and measures its top-k: ``tvm_plugin.strategy.MS_DEFAULTS``;
+36, proposes with its own annealing and measures its top-k: ``tvm_plugin.metaschedule.strategy.MS_DEFAULTS``;
 ``dcoc:proposer=agents,select=confidence`` is the earlier default); ``evolutionary`` =
 ``EvolutionarySearch(population_size=P)`` with MetaSchedule's XGBoost cost model (``P`` =
 512, MetaSchedule's default; 128 in ``--quick``); ``replay-trace`` = ``ReplayTrace``
@@ -124,7 +124,7 @@ def _task(model: str, name: str, target):
 def _strategy(spec: str, seed: int, population: int):
     """(strategy, cost model) for a spec: a name, or ``dcoc:program_rerank=4`` style."""
     from scripts.bench_sw import parse_spec, tuner_kwargs
-    from tvm_plugin.tune import make_strategy
+    from tvm_plugin.metaschedule.tuning import make_strategy
 
     name, kw = parse_spec(spec)
     return make_strategy(name, seed=seed, population=population,
@@ -133,7 +133,7 @@ def _strategy(spec: str, seed: int, population: int):
 
 def load_model(name: str):
     """(Model with weights, ONNX source for ONNX Runtime) of a benchmark model."""
-    from dcoc.runner import _ort_source
+    from dcoc.runtime.runner import _ort_source
     from tvm_plugin.frontend import load
 
     src, shapes = MODELS[name]
@@ -150,7 +150,7 @@ def _best_kernel(db, mod, target):
     import tvm
     from tvm.s_tir import Schedule
 
-    from tvm_plugin.build import fast_build
+    from tvm_plugin.metaschedule.build import fast_build
 
     if not db.has_workload(mod):
         return None
@@ -192,8 +192,8 @@ def _tune_task(task, strategy, cost_model, budget, seed, builder, runner, work_d
                per_iter) -> dict:
     from tvm.s_tir import meta_schedule as ms
 
-    from tvm_plugin.space import make_tune_context
-    from tvm_plugin.tune import _silence_metaschedule, metaschedule_logging_guard
+    from tvm_plugin.metaschedule.trace_space import make_tune_context
+    from tvm_plugin.metaschedule.tuning import _silence_metaschedule, metaschedule_logging_guard
 
     et = task.ms_task
     os.makedirs(work_dir, exist_ok=True)
@@ -226,7 +226,7 @@ def time_models(exes: dict, target, model, onnx_src, inputs: dict, threads: int,
     """Compiled models and ONNX Runtime timed in alternating rounds (median of 3 timings
     of >= 100 ms each; fastest round kept): {strategy or "onnxruntime": ms}. ``onnx_src``:
     the ONNX model as a path or serialized bytes (what ONNX Runtime's session takes)."""
-    from tvm_plugin.build import measure_latency
+    from tvm_plugin.metaschedule.build import measure_latency
 
     arrays = [inputs[n] for n in model.input_shapes]
     best = {k: math.inf for k in list(exes) + ["onnxruntime"]}
@@ -270,9 +270,9 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
     ``flush_cache: true`` and ``evaluator``.  (Rows of sessions 32-33 say ``flush_cache``
     without ``evaluator``: ``number=3, min_repeat_ms=10``, where the flush preceded only the
     first of ~10 ms of runs -- warm timing, measured in session 34.)"""
-    from tvm_plugin.build import close_builder, evaluator_config, make_builder, make_runner
+    from tvm_plugin.metaschedule.build import close_builder, evaluator_config, make_builder, make_runner
     from tvm_plugin.frontend import resolve_target
-    from tvm_plugin.tune import tune_model
+    from tvm_plugin.metaschedule.tuning import tune_model
 
     if quick:
         budgets, seeds = (16,), (0,)
@@ -302,7 +302,7 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
         threads = int(target.tvm.attrs.get("num-cores", 1))
         for w in workloads:
             if w in MODELS:
-                from tvm_plugin.build import random_inputs
+                from tvm_plugin.metaschedule.build import random_inputs
 
                 model, src = load_model(w)
                 inputs = random_inputs(model.input_shapes, model.input_dtypes, seed=0)

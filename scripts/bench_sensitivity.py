@@ -13,7 +13,7 @@ config at the same clock assumption, and whether the nominal winner is still the
 Hardware configs swept per board: every GEMM core BATCH x BLOCK_IN x BLOCK_OUT in
 {1,2,4} x {8,16,32} x {8,16,32}, each with three buffer sets -- the shipped byte sizes
 (15,15,18,17), the sizes that keep the shipped *depths* for that core, and one step
-smaller -- restricted to the search ranges of ``dcoc.search.vta_task.HW_RANGES`` and to
+smaller -- restricted to the search ranges of ``dcoc.vta.spaces.HW_RANGES`` and to
 what fits the board under the scenario's estimates.
 
     python -m scripts.bench_sensitivity                   # ~5-15 min on 2 cores
@@ -84,7 +84,7 @@ def _eval(args):
 
 def candidates() -> list[dict]:
     """The swept hardware knob values (see the module docstring)."""
-    from dcoc.search.vta_task import HW_RANGES
+    from dcoc.vta.spaces import HW_RANGES
 
     out, seen = [], set()
     for b, bi, bo in itertools.product((1, 2, 4), (8, 16, 32), (8, 16, 32)):
@@ -125,7 +125,7 @@ def scenario_configs(board, lut: float, clock: float, cands, clock_other: float 
 
 
 def run(model="resnet18", boards=BOARD_NAMES, jobs=None, cache=True, log=print) -> dict:
-    from dcoc.search.vta_task import cache_root, timing_model_tag
+    from dcoc.vta.spaces import cache_root, timing_model_tag
     from dcoc.vta import get_board
     from dcoc.vta.report import MODEL_EPILOGUE
 

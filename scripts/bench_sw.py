@@ -6,7 +6,7 @@ hyperparameter of every tuner, DCOC's included, was chosen or checked on it) and
 anything: ``--set evaluation``, the default).  Claims are made on the evaluation set.
 
 For each layer, the whole schedule space is simulated once (cached, see
-:func:`dcoc.search.vta_task.exhaustive`) to know the exhaustive optimum; every tuner and
+:func:`dcoc.vta.spaces.exhaustive`) to know the exhaustive optimum; every tuner and
 seed then measures through a :class:`~dcoc.search.measure.TableMeasurer` over that table
 (the simulator is deterministic, so a lookup *is* the measurement), which makes the
 comparison cheap and exactly fair.  Reported per layer and tuner (median over seeds):
@@ -94,7 +94,7 @@ _NESTED = {"explore_frac": "confidence", "kappa": "confidence", "threshold": "co
 
 
 def tuner_kwargs(name: str, kw: dict) -> dict:
-    """Constructor kwargs for a spec: DCOC-family settings go into a :class:`dcoc.core.DCOCConfig`
+    """Constructor kwargs for a spec: DCOC-family settings go into a :class:`dcoc.method.core.DCOCConfig`
     (``dcoc:explore_frac=0`` = no exploration quota; ``dcoc:hw_explore_every=1000000000``
     = no co-design hardware exploration quota)."""
     from dcoc.tuners import DCOC_FAMILY
@@ -103,7 +103,7 @@ def tuner_kwargs(name: str, kw: dict) -> dict:
     rest = {k: v for k, v in kw.items() if k != "agents"}
     if name not in DCOC_FAMILY or not rest:
         return kw
-    from dcoc.core import DCOCConfig
+    from dcoc.method.core import DCOCConfig
 
     cfg = DCOCConfig()
     for k, v in rest.items():
@@ -122,13 +122,13 @@ def tuner_kwargs(name: str, kw: dict) -> dict:
 
 
 def layer_workload(layer: str):
-    from dcoc.search.vta_task import parse_workload
+    from dcoc.vta.spaces import parse_workload
 
     return parse_workload(EVALUATION_SET.get(layer, layer))
 
 
 def _table(layer: str, hw_name: str):
-    from dcoc.search.vta_task import exhaustive
+    from dcoc.vta.spaces import exhaustive
     from dcoc.vta import HWConfig
 
     hw = HWConfig.parse(hw_name)
@@ -142,7 +142,7 @@ def _run_one(args):
 
     torch.set_num_threads(1)
     from dcoc.search.measure import TableMeasurer
-    from dcoc.search.vta_task import vta_task
+    from dcoc.vta.spaces import vta_task
     from dcoc.tuners import create
 
     wl, hw, table = _table(layer, hw_name)
@@ -275,7 +275,7 @@ def render_compare(rows: list[dict], budget: int, reference: str = REFERENCE, md
         out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
         out += ["| " + " | ".join(str(c) for c in b) + " |" for b in body]
         return "\n".join(out)
-    from dcoc.commands._common import render_table
+    from dcoc.cli.common import render_table
 
     return render_table(headers, body, right={1, 2})
 
@@ -328,7 +328,7 @@ def run(layers=None, tuners=None, seeds=(0, 1, 2, 3, 4), budget: int = 1000, hw:
 
 
 def render(res: dict) -> str:
-    from dcoc.commands._common import render_table
+    from dcoc.cli.common import render_table
 
     s = res["summary"]
     layers = res.get("layers") or sorted({k[0] for k in s})

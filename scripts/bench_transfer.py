@@ -9,7 +9,7 @@ Leave-one-model-out.  For each held-out model M on board B:
    ``dcoc`` (from scratch), ``transfer`` (``DCOCCoDesign(prior=those run directories)``:
    pre-fitted cost models, the sources' best hardware on the shortlist, the agents'
    weights) and the fair baselines ``sweep``, ``surrogate``, ``xgb`` (joint);
-   ``transfer:FIELD=VALUE`` overrides a :class:`dcoc.core.CoDesignConfig` field;
+   ``transfer:FIELD=VALUE`` overrides a :class:`dcoc.method.core.CoDesignConfig` field;
 3. **metric**: simulations (trials) until the run's best design reaches 99% of the
    best-known throughput (latency <= best-known / 0.99).  A run that never reaches it
    counts as ``trials + 1`` (its true value is larger: the median is then a lower bound).
@@ -82,7 +82,7 @@ def best_known(model: str, board: str, extra=(), top: int = 20, quiet: bool = Fa
 def source_dir(model: str, board: str, trials: int, seed: int) -> str:
     """The cached source run's directory, keyed by the timing model and DCOC's default
     settings (a changed default must not reuse runs made under the old one)."""
-    from dcoc.benchmarks import cache_root, timing_model_tag
+    from dcoc.vta.catalogue import cache_root, timing_model_tag
     from dcoc.codesign import config_tag
     from dcoc.vta.report import MODEL_EPILOGUE
 
@@ -224,7 +224,7 @@ def compare(res: dict, reference: str = REFERENCE) -> list[dict]:
 
 
 def render(res: dict) -> str:
-    from dcoc.commands._common import render_table
+    from dcoc.cli.common import render_table
     from dcoc.stats import fmt_p
 
     T = res["trials"]

@@ -29,7 +29,7 @@ def _init(model):
 def _eval(args):
     hw_fields, board = args
     from dcoc.errors import DcocError
-    from dcoc.search.vta_task import make_hw
+    from dcoc.vta.spaces import make_hw
     from dcoc.vta import BOARDS, default_knobs, simulate
 
     hw = make_hw(hw_fields, BOARDS[board])
@@ -46,7 +46,7 @@ def _eval(args):
 
 
 def run(model="resnet18", board="pynq", jobs=None, cache=True) -> list[dict]:
-    from dcoc.search.vta_task import cache_root, hw_space, timing_model_tag
+    from dcoc.vta.spaces import cache_root, hw_space, timing_model_tag
     from dcoc.vta.report import MODEL_EPILOGUE
 
     root = cache_root("landscape")

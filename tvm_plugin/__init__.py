@@ -1,6 +1,6 @@
 """dcoc's TVM side: ONNX import and task extraction (:mod:`tvm_plugin.frontend`), and the
-MetaSchedule integration (:mod:`tvm_plugin.strategy`, :mod:`tvm_plugin.space`,
-:mod:`tvm_plugin.build`, :mod:`tvm_plugin.tune`, :mod:`tvm_plugin.rpc`).
+MetaSchedule integration (:mod:`tvm_plugin.metaschedule.strategy`, :mod:`tvm_plugin.metaschedule.trace_space`,
+:mod:`tvm_plugin.metaschedule.build`, :mod:`tvm_plugin.metaschedule.tuning`, :mod:`tvm_plugin.rpc`).
 
 ``import tvm_plugin`` is cheap: TVM itself is imported on first use (the MetaSchedule
 names below are resolved lazily, on first attribute access).
@@ -33,18 +33,18 @@ __all__ = [
 
 #: MetaSchedule integration, resolved lazily: name -> module
 _LAZY = {
-    "DCOCSearchStrategy": "tvm_plugin.strategy",
-    "TunerStrategy": "tvm_plugin.strategy",
-    "MetaScheduleMeasurer": "tvm_plugin.strategy",
-    "ms_tuning_task": "tvm_plugin.strategy",
-    "TraceSpace": "tvm_plugin.space",
-    "PersistentBuilder": "tvm_plugin.build",
-    "fast_build": "tvm_plugin.build",
-    "make_builder": "tvm_plugin.build",
-    "make_runner": "tvm_plugin.build",
-    "compile_model": "tvm_plugin.build",
-    "measure_latency": "tvm_plugin.build",
-    "tune_model": "tvm_plugin.tune",
+    "DCOCSearchStrategy": "tvm_plugin.metaschedule.strategy",
+    "TunerStrategy": "tvm_plugin.metaschedule.strategy",
+    "MetaScheduleMeasurer": "tvm_plugin.metaschedule.strategy",
+    "ms_tuning_task": "tvm_plugin.metaschedule.strategy",
+    "TraceSpace": "tvm_plugin.metaschedule.trace_space",
+    "PersistentBuilder": "tvm_plugin.metaschedule.build",
+    "fast_build": "tvm_plugin.metaschedule.build",
+    "make_builder": "tvm_plugin.metaschedule.build",
+    "make_runner": "tvm_plugin.metaschedule.build",
+    "compile_model": "tvm_plugin.metaschedule.build",
+    "measure_latency": "tvm_plugin.metaschedule.build",
+    "tune_model": "tvm_plugin.metaschedule.tuning",
     "RPCSimMeasurer": "tvm_plugin.rpc",
 }
 __all__ += list(_LAZY)

@@ -1,6 +1,6 @@
 """BYOC-style offload of the quantized layers to dcoc's VTA simulator.
 
-The integer module from :mod:`tvm_plugin.quantize` is partitioned the way TVM partitions
+The integer module from :mod:`tvm_plugin.relax_quantize` is partitioned the way TVM partitions
 for an external accelerator:
 
 1. :func:`partition` -- ``relax.transform.FuseOpsByPattern`` with the patterns of
@@ -11,7 +11,7 @@ for an external accelerator:
    constants (int8 weights, int32 bias) bound inside.
 2. :func:`offload` -- the codegen: each composite is read back into a kernel spec
    (workload, weights, bias, epilogue), handed to a kernel factory
-   (:meth:`dcoc.offload.Offload.kernel`: compiles the layer with its tuned schedule for
+   (:meth:`dcoc.runtime.offload.Offload.kernel`: compiles the layer with its tuned schedule for
    the hardware), registered as a TVM global packed function
    ``dcoc_vta.<build>.<n>``, and the call is replaced by
    ``R.call_dps_packed("dcoc_vta.<build>.<n>", args)``.  A composite the factory refuses
@@ -97,7 +97,7 @@ def kernel_spec(func, composite: str) -> dict:
     from tvm import relax
     from tvm.ir.expr import Constant
 
-    from dcoc.offload import conv_workload_dict, matmul_workload_dict
+    from dcoc.runtime.offload import conv_workload_dict, matmul_workload_dict
 
     params = list(func.params)
     binds = [b for blk in func.body.blocks for b in blk.bindings]
@@ -271,7 +271,7 @@ def _flatten(out) -> list:
 
 def build(qmod, factory, input_names) -> Executable:
     """Partition, offload and compile the integer module (steps 1-3)."""
-    from tvm_plugin.quantize import compile_module
+    from tvm_plugin.relax_quantize import compile_module
 
     part = partition(qmod)
     mod, report = offload(part, factory)

@@ -6,8 +6,8 @@ address only on a network you trust, see *Security* below):
 
 1. **Real hardware (llvm/cuda)**: MetaSchedule's ``RPCRunner``.  Start TVM's own servers
    on the measuring machines (``python -m tvm.exec.rpc_server --tracker HOST:9190 --key
-   KEY``) and pass ``runner="rpc://HOST:9190/KEY"`` to :func:`tvm_plugin.tune.tune_model`
-   (or ``dcoc tune ... --runner rpc://HOST:9190/KEY``); see :func:`tvm_plugin.build.make_runner`.
+   KEY``) and pass ``runner="rpc://HOST:9190/KEY"`` to :func:`tvm_plugin.metaschedule.tuning.tune_model`
+   (or ``dcoc tune ... --runner rpc://HOST:9190/KEY``); see :func:`tvm_plugin.metaschedule.build.make_runner`.
 2. **The VTA simulator**: ``python -m tvm_plugin.rpc serve --tracker HOST:9190 --key
    vta-sim`` starts an RPC server that registers the simulator as the remote function
    :data:`SIM_FUNC` (JSON in: workload, hardware, knobs; JSON out: valid, reason, cycles,
@@ -57,7 +57,7 @@ import time
 from typing import Any, Sequence
 
 from dcoc.search.measure import MeasureErrorNo, MeasureResult, Measurer
-from dcoc.search.task import TuningTask
+from dcoc.search.tuning_task import TuningTask
 
 #: the remote function the simulator servers register
 SIM_FUNC = "dcoc.vta.simulate_json"
@@ -371,7 +371,7 @@ class RPCSimMeasurer(Measurer):
 
     # ----------------------------------------------------------- measuring
     def _request_text(self, task: TuningTask, config: dict):
-        from dcoc.search.vta_task import make_hw
+        from dcoc.vta.spaces import make_hw
 
         p = task.payload
         if task.hw_knobs:
@@ -479,13 +479,13 @@ def _result_of(out: dict, wall: float, server: str) -> MeasureResult:
 
 # ============================================================================ CLI
 def add_serve_arguments(s) -> None:
-    from dcoc.commands.rpc import add_serve_arguments as add
+    from dcoc.cli.cmd_rpc import add_serve_arguments as add
 
     add(s)
 
 
 def run_serve(args) -> int:
-    from dcoc.commands.rpc import check_tracker
+    from dcoc.cli.cmd_rpc import check_tracker
 
     check_tracker(args.tracker, wait=60.0)  # a server may start just before its tracker
     try:

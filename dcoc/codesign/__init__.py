@@ -5,7 +5,7 @@ Data flow: model tasks -> :class:`~dcoc.targets.Layer` s (``target.layers(tasks)
 tracks the best model latency per hardware config) <- ask/tell -> a driver that decides:
 
 * :class:`SoftwareTuning` (:mod:`.software`) -- fixed hardware: one tuner per layer;
-* :class:`DCOCCoDesign` (:mod:`.joint`) -- DCOC's joint co-design on :class:`dcoc.core.DCOCCore`
+* :class:`DCOCCoDesign` (:mod:`.joint`) -- DCOC's joint co-design on :class:`dcoc.method.core.DCOCCore`
   (by default without agents and with top-k selection: the surrogate proposes and the
   predicted best are measured, docs/method.md §12; its ablations: ``dcoc-agents``,
   ``dcoc-frozen``, ``dcoc:select=confidence``; ``dcoc-noagents``, ``dcoc-topk`` and
@@ -25,8 +25,8 @@ from dcoc.codesign.prior import Prior
 from dcoc.codesign.session import Session
 from dcoc.codesign.software import (SoftwareTuning, default_jobs, default_schedules, fitting_default,
                                     tune_software)
-from dcoc.core import CoDesignConfig, DCOCConfig
-from dcoc.targets.base import Layer
+from dcoc.method.core import CoDesignConfig, DCOCConfig
+from dcoc.targets.target import Layer
 
 BASELINE_MODES = ("joint", "nested")
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from dcoc.search.measure import MeasureErrorNo, MeasureResult
 from dcoc.search.space import Knob, Space
-from dcoc.search.task import TuningTask
+from dcoc.search.tuning_task import TuningTask
 from dcoc.seeding import child_seed
 
 

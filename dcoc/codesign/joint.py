@@ -1,4 +1,4 @@
-"""DCOC's joint hardware/software co-design: the co-design :class:`~dcoc.core.Problem`
+"""DCOC's joint hardware/software co-design: the co-design :class:`~dcoc.method.core.Problem`
 and the :class:`DCOCCoDesign` driver (it decides; the :class:`~dcoc.codesign.session.Session`
 measures).
 
@@ -25,7 +25,7 @@ from dcoc.codesign.calibration import LayerCalibration
 from dcoc.codesign.prior import training_data
 from dcoc.codesign.shapes import ShapeExplorer
 from dcoc.codesign.stall import StalledIncumbent
-from dcoc.core import DCOCConfig, DCOCCore, Problem, ensemble
+from dcoc.method.core import DCOCConfig, DCOCCore, Problem, ensemble
 from dcoc.errors import DcocError
 from dcoc.search.space import Knob, Space
 from dcoc.seeding import child_seed
@@ -35,7 +35,7 @@ CONTEXT_DIM = 18
 
 
 class CoDesignProblem(Problem):
-    """Whole-model co-design as a :class:`~dcoc.core.Problem` (items: (layer, hw, knobs))."""
+    """Whole-model co-design as a :class:`~dcoc.method.core.Problem` (items: (layer, hw, knobs))."""
 
     #: the agents did not beat the surrogate's own search in co-design (docs/method.md §12)
     default_proposer = "surrogate"
@@ -676,7 +676,7 @@ class CoDesignProblem(Problem):
         return mu_lat, var_lat, plan, times
 
 class DCOCCoDesign:
-    """DCOC's co-design driver: ask = a round of :class:`~dcoc.core.DCOCCore`, tell = nothing
+    """DCOC's co-design driver: ask = a round of :class:`~dcoc.method.core.DCOCCore`, tell = nothing
     to learn beyond what the session recorded (the problem reads the session).
 
     First ask: every layer's default schedule on the board's default hardware (the same

@@ -229,7 +229,7 @@ def write_layers(path: str, layers) -> None:
 
 def read_layers(path: str, tg) -> dict:
     """``{records key: Layer}`` from a ``layers.json`` ({} if there is none)."""
-    from dcoc.targets.base import Layer
+    from dcoc.targets.target import Layer
 
     if not os.path.isfile(path):
         return {}
@@ -253,7 +253,7 @@ _DENSE = re.compile(r"dense_m(\d+)_n(\d+)_k(\d+)")
 def _layer_from_row(r: dict, tg):
     """Best effort without ``layers.json`` (VTA workload names): the conv2d padding is the
     one whose MAC count matches the recorded throughput; None if unresolvable."""
-    from dcoc.targets.base import Layer
+    from dcoc.targets.target import Layer
 
     if tg.name != "vta":
         return None

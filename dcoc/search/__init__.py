@@ -13,7 +13,7 @@ from dcoc.search.measure import (
 )
 from dcoc.search.records import Records
 from dcoc.search.space import Knob, Space, product
-from dcoc.search.task import TuningTask
+from dcoc.search.tuning_task import TuningTask
 
 __all__ = [
     "FunctionMeasurer", "Knob", "MeasureErrorNo", "MeasureInput", "MeasureResult", "Measurer",

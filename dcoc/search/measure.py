@@ -26,7 +26,7 @@ from collections import namedtuple
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Callable, Sequence
 
-from dcoc.search.task import TuningTask
+from dcoc.search.tuning_task import TuningTask
 
 
 class MeasureErrorNo(enum.IntEnum):
@@ -222,7 +222,7 @@ class FunctionMeasurer(Measurer):
 
 def simulate_vta(task: TuningTask, config: dict):
     """Measure one config of a VTA task on the timing simulator (runs in a worker)."""
-    from dcoc.search.vta_task import simulate_config
+    from dcoc.vta.spaces import simulate_config
 
     return simulate_config(task, config)
 
@@ -313,7 +313,7 @@ class TableMeasurer(Measurer):
     """Answer from a precomputed table ``{config key: seconds or None}``.
 
     For benchmarking tuners on a deterministic measurer (the VTA simulator): simulate a
-    layer's whole space once (:func:`dcoc.search.vta_task.exhaustive`), then every tuner and
+    layer's whole space once (:func:`dcoc.vta.spaces.exhaustive`), then every tuner and
     seed looks results up instead of re-simulating -- the same numbers, measured once.
     ``wall`` of each result is the time the original measurement took (``0`` if unknown).
     """
@@ -388,9 +388,9 @@ def _simulator(target: str = "vta", n_workers: int | None = None, **kw) -> Measu
 
 def _table(table: dict | None = None, workload=None, hw=None, n_parallel: int = 1, **kw) -> Measurer:
     """A :class:`TableMeasurer` over ``table``, or over the exhaustive VTA table of
-    ``workload`` on ``hw`` (:func:`dcoc.benchmarks.exhaustive`)."""
+    ``workload`` on ``hw`` (:func:`dcoc.vta.catalogue.exhaustive`)."""
     if table is None:
-        from dcoc.benchmarks import exhaustive
+        from dcoc.vta.catalogue import exhaustive
 
         table = exhaustive(workload, hw, **kw)
     return TableMeasurer(table, n_parallel=n_parallel)

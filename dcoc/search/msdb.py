@@ -4,7 +4,7 @@ work dir) without TVM, as rows shaped like dcoc's tuning records.
 A work dir holds ``database_workload.json`` (one ``[structural hash, module]`` line per
 tuned workload) and ``database_tuning_record.json`` (one ``[workload index, [trace,
 run_secs, target, args_info]]`` line per measured candidate, in measurement order).
-``ms_tasks.json``, written by :func:`tvm_plugin.tune.tune_model`, names each workload
+``ms_tasks.json``, written by :func:`tvm_plugin.metaschedule.tuning.tune_model`, names each workload
 (``{structural hash: task name}``); without it a workload is named ``workload<i>``.
 
 :func:`ms_database_dir` finds the database from a work dir or either file;

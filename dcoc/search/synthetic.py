@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from dcoc.search.space import Knob, Space
-from dcoc.search.task import TuningTask
+from dcoc.search.tuning_task import TuningTask
 
 _OPT = {"a": 8, "b": 32, "c": 4, "d": 2}
 

@@ -1,9 +1,9 @@
-"""Hardware targets: one :class:`~dcoc.targets.base.Target` per accelerator template.
+"""Hardware targets: one :class:`~dcoc.targets.target.Target` per accelerator template.
 
 ``available()`` lists the registered names; ``get(name)`` returns the (cached) target
 object.  Registered here, imported lazily:
 
-* ``vta`` -- the VTA-style accelerator (:mod:`dcoc.targets.vta`, wrapping :mod:`dcoc.vta`);
+* ``vta`` -- the VTA-style accelerator (:mod:`dcoc.vta.target`, wrapping :mod:`dcoc.vta`);
 * ``systolic`` -- a weight-stationary systolic array (:mod:`dcoc.targets.systolic`).
 
 Adding a target = one module with a :class:`Target` subclass + one line in
@@ -14,11 +14,11 @@ from __future__ import annotations
 import importlib
 
 from dcoc.errors import TargetError
-from dcoc.targets.base import Layer, Target
+from dcoc.targets.target import Layer, Target
 
 #: name -> "module:Class"
 REGISTRY = {
-    "vta": "dcoc.targets.vta:VTATarget",
+    "vta": "dcoc.vta.target:VTATarget",
     "systolic": "dcoc.targets.systolic:SystolicTarget",
 }
 

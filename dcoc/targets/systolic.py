@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from dcoc.errors import ConfigError, DcocError
 from dcoc.search.space import Knob, Space
-from dcoc.targets.base import Layer, Target
+from dcoc.targets.target import Layer, Target
 
 # ------------------------------------------------------------------ constants
 BRAM_BYTES = 4608            # one 36 Kb block RAM
@@ -404,7 +404,7 @@ class SystolicTarget(Target):
         return Space(knobs, [check], desc, name=f"{wl.name}@{hw.name}", feature_fn=_features(wl, hw))
 
     def task(self, layer, hw):
-        from dcoc.search.task import TuningTask
+        from dcoc.search.tuning_task import TuningTask
 
         space = self.sw_space(layer, hw)
         return TuningTask(name=layer.name, space=space, target=self.name,
@@ -489,7 +489,7 @@ def _features(wl: GemmWorkload, hw: SystolicConfig):
 def parse_workload(spec: str) -> GemmWorkload:
     """``gemm:M,K,N``, ``conv:H,W,CI,CO,K,S,P``, ``dense:N,K,M`` or a ResNet-18 layer ``C2``..``C11``."""
     s = spec.strip()
-    from dcoc.benchmarks import RESNET18_CONV
+    from dcoc.vta.catalogue import RESNET18_CONV
 
     if s.upper() in RESNET18_CONV:
         h, ci, co, k, st, _ = RESNET18_CONV[s.upper()]

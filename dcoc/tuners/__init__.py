@@ -1,14 +1,14 @@
 """Tuners: one module per method, one registry of string shortcuts.
 
 ``get_tuner("xgb")`` returns the class; :func:`create` instantiates it for a task.
-Every tuner follows :class:`~dcoc.tuners.base.Tuner` (AutoTVM-style ``tune`` and ask/tell).
+Every tuner follows :class:`~dcoc.tuners.tuner.Tuner` (AutoTVM-style ``tune`` and ask/tell).
 """
 from __future__ import annotations
 
 import importlib
 
 from dcoc.errors import DcocError
-from dcoc.tuners.base import Tuner
+from dcoc.tuners.tuner import Tuner
 
 #: name -> "module:Class" (imported lazily: torch/xgboost load only when used)
 REGISTRY = {
@@ -19,7 +19,7 @@ REGISTRY = {
     "rl": "dcoc.tuners.rl_tuner:RLTuner",
     "chameleon": "dcoc.tuners.chameleon_tuner:ChameleonTuner",
     "dcoc": "dcoc.tuners.dcoc_tuner:DCOCTuner",
-    # ablations of DCOC (flags of dcoc.core.DCOCConfig) and non-learning references
+    # ablations of DCOC (flags of dcoc.method.core.DCOCConfig) and non-learning references
     "dcoc-agents": "dcoc.tuners.dcoc_tuner:DCOCAgentsTuner",
     "dcoc-frozen": "dcoc.tuners.dcoc_tuner:DCOCFrozenTuner",
     "dcoc-noagents": "dcoc.tuners.dcoc_tuner:DCOCNoAgentsTuner",
@@ -28,7 +28,7 @@ REGISTRY = {
     "sweep": "dcoc.tuners.sweep_tuner:SweepTuner",
 }
 
-#: the DCOC family: tuners that take ``agents=`` and drive :class:`dcoc.core.DCOCCore`
+#: the DCOC family: tuners that take ``agents=`` and drive :class:`dcoc.method.core.DCOCCore`
 DCOC_FAMILY = ("dcoc", "dcoc-agents", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "surrogate")
 
 

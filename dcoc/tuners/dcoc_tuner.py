@@ -1,12 +1,12 @@
 """DCOCTuner: DCOC on one task, and its ablations as registered tuners.
 
 The method (DCOC, arXiv 2407.08192; our choices where the paper is silent are in
-docs/method.md) runs in :class:`dcoc.core.DCOCCore`; this module adapts one
-:class:`~dcoc.search.task.TuningTask` to it (:class:`TaskProblem`) and adds the warm-up:
+docs/method.md) runs in :class:`dcoc.method.core.DCOCCore`; this module adapts one
+:class:`~dcoc.search.tuning_task.TuningTask` to it (:class:`TaskProblem`) and adds the warm-up:
 
 1. **Warm-up**: ``n_init`` valid configs drawn at random are measured (the cost model
    needs data; for ``agents="clustered"`` these samples also decide the knob clusters).
-2. **Rounds** (:meth:`dcoc.core.DCOCCore.propose`), each measuring ``plan_size``
+2. **Rounds** (:meth:`dcoc.method.core.DCOCCore.propose`), each measuring ``plan_size``
    configs: refit the ensemble on every measurement; the agents walk the space from
    elite and random starts, rewarded by the predicted normalized throughput (measured
    where known); the unmeasured valid points they visited are the candidates (topped
@@ -17,7 +17,7 @@ docs/method.md) runs in :class:`dcoc.core.DCOCCore`; this module adapts one
 The same object drives the VTA simulator and MetaSchedule tasks: only the space differs.
 
 Registered variants (``dcoc.tuners.create(NAME, task)``), each one flag of
-:class:`~dcoc.core.DCOCConfig`: ``dcoc-agents`` (the agents' walks only: ``dcoc`` itself per
+:class:`~dcoc.method.core.DCOCConfig`: ``dcoc-agents`` (the agents' walks only: ``dcoc`` itself per
 task; the agents ablation of co-design and MetaSchedule), ``dcoc-frozen`` (agents never updated), ``dcoc-noagents``
 (the ensemble scores every valid point, or anneals where the space is too large),
 ``dcoc-topk`` (top-k by predicted mean, no uncertainty), and the reference
@@ -29,13 +29,13 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
-from dcoc.core import COLD_SETTING, DCOCConfig, DCOCCore, Problem, ensemble, program_ensemble
+from dcoc.method.core import COLD_SETTING, DCOCConfig, DCOCCore, Problem, ensemble, program_ensemble
 from dcoc.seeding import child_seed
-from dcoc.tuners.base import Tuner
+from dcoc.tuners.tuner import Tuner
 
 
 class TaskProblem(Problem):
-    """One tuning task as a :class:`~dcoc.core.Problem`: points are the space's points."""
+    """One tuning task as a :class:`~dcoc.method.core.Problem`: points are the space's points."""
 
     def __init__(self, tuner: "DCOCTuner"):
         self.t = tuner
@@ -56,7 +56,7 @@ class TaskProblem(Problem):
         self._measured: dict = {}
         self._best = 0.0
         self._cache: dict = {}
-        # program features (set_program; dcoc.search.program): None = knob features only
+        # program features (set_program; tvm_plugin.metaschedule.program): None = knob features only
         self.program = None
         self.pool = None
         self.pool_key = tuner.task.name
@@ -69,8 +69,8 @@ class TaskProblem(Problem):
     # ------------------------------------------------------------------ program features
     def set_program(self, features, pool=None, key: str | None = None) -> None:
         """Re-score each round's best candidates on task-independent program features
-        (``features``: a :class:`dcoc.search.program.ProgramFeatures`), learning also from
-        the other tasks' rows in ``pool`` (a :class:`~dcoc.search.program.SharedPool`)."""
+        (``features``: a :class:`tvm_plugin.metaschedule.program.ProgramFeatures`), learning also from
+        the other tasks' rows in ``pool`` (a :class:`~tvm_plugin.metaschedule.program.SharedPool`)."""
         self.program = features
         self.pool = pool
         if key is not None:
@@ -403,7 +403,7 @@ class TaskProblem(Problem):
 class DCOCTuner(Tuner):
     """DCOC on one task (software knobs; hardware knobs too if the space has them).
 
-    ``config``: a :class:`~dcoc.core.DCOCConfig`; ``agents``: shortcut for its ``agents``.
+    ``config``: a :class:`~dcoc.method.core.DCOCConfig`; ``agents``: shortcut for its ``agents``.
     Subclasses set :attr:`variant` (config fields) to define the registered ablations.
     """
 

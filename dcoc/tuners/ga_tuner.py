@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcoc.tuners.base import Tuner
+from dcoc.tuners.tuner import Tuner
 
 
 class GATuner(Tuner):

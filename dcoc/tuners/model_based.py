@@ -39,10 +39,10 @@ from typing import Iterable
 
 import numpy as np
 
-from dcoc.costmodel import XGBCostModel
+from dcoc.method.costmodel import XGBCostModel
 from dcoc.errors import DcocError
 from dcoc.search.measure import MeasureInput, MeasureResult
-from dcoc.tuners.base import Tuner
+from dcoc.tuners.tuner import Tuner
 from dcoc.tuners.warmup import WARMUP_SIZE, initial_points
 
 #: spaces up to this many points cache model predictions per index (float64: 16 MiB)
@@ -290,7 +290,7 @@ class ModelBasedTuner(Tuner):
 
     Parameters
     ----------
-    task, seed, skip_invalid: see :class:`~dcoc.tuners.base.Tuner`.
+    task, seed, skip_invalid: see :class:`~dcoc.tuners.tuner.Tuner`.
     cost_model: an object with ``fit(X, y)`` and ``predict(X)`` (e.g. :class:`XGBCostModel`).
     optimizer: a :class:`ModelOptimizer`.
     plan_size: refit the model every ``plan_size`` measurements (AutoTVM: 64).

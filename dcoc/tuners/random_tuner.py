@@ -6,7 +6,7 @@ skip configs that fail the space's cheap constraints (when ``skip_invalid``).
 """
 from __future__ import annotations
 
-from dcoc.tuners.base import Tuner
+from dcoc.tuners.tuner import Tuner
 
 
 class RandomTuner(Tuner):

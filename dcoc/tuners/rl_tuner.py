@@ -307,7 +307,7 @@ class RLTuner(ModelBasedTuner):
 
     Parameters
     ----------
-    task, seed: see :class:`~dcoc.tuners.base.Tuner`.
+    task, seed: see :class:`~dcoc.tuners.tuner.Tuner`.
     plan_size: measurements per model refit (64).
     loss_type: XGBoost loss, ``"reg"`` (CHAMELEON) or ``"rank"``.
     ppo: a :class:`PPOConfig` (or a dict of overrides).

@@ -12,7 +12,7 @@ No model and no learning: it shows what a good heuristic plus local search reach
 """
 from __future__ import annotations
 
-from dcoc.tuners.base import Tuner
+from dcoc.tuners.tuner import Tuner
 
 
 class SweepTuner(Tuner):

@@ -7,7 +7,7 @@ Source: ``python/tvm/autotvm/tuner/xgboost_tuner.py``, ``xgboost_cost_model.py``
 * Cost model: XGBoost with the pairwise **rank** loss (``loss_type="rank"``, AutoTVM's
   default) on knob features (``feature_type="knob"``: here the log2 knob values plus the
   task/hardware descriptor, :meth:`dcoc.search.space.Space.point_features`), refit every
-  ``plan_size`` measurements (:class:`dcoc.costmodel.XGBCostModel`).  AutoTVM uses 64; the
+  ``plan_size`` measurements (:class:`dcoc.method.costmodel.XGBCostModel`).  AutoTVM uses 64; the
   default here is 8, chosen on the tuning set (ResNet-18 C2, C5, C8, C11 x 3 seeds, 200
   trials: median trials to 99% of the optimum 23 with plan 8, 33 with 16, 50 with 64;
   docs/data/tuning_xgb_plan_size.txt), never on the evaluation set.
@@ -40,7 +40,7 @@ class XGBTuner(ModelBasedTuner):
 
     Parameters
     ----------
-    task, seed: see :class:`~dcoc.tuners.base.Tuner`.
+    task, seed: see :class:`~dcoc.tuners.tuner.Tuner`.
     plan_size: measurements per model refit (AutoTVM: 64; 8 chosen on the tuning set).
     loss_type: ``"rank"`` (default, AutoTVM) or ``"reg"``.
     optimizer: ``"sa"`` or a :class:`~dcoc.tuners.model_based.ModelOptimizer`.

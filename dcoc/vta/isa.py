@@ -8,7 +8,7 @@ packed contiguously over all 128 bits instead (VTA++'s "relaxed encoding"); see
 :class:`dcoc.vta.config.IsaLayout`.
 
 Every field is range-checked on encode: a value that does not fit raises
-:class:`~dcoc.vta.errors.IsaError`.
+:class:`~dcoc.errors.IsaError`.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 
 from dcoc.vta.config import (ALU_IMM_BITS, DRAM_ADDR_BITS, HWConfig, OPCODE_BITS, PAD_BITS,
                              SIZE_BITS, SRAM_ADDR_BITS, STRIDE_BITS)
-from dcoc.vta.errors import IsaError
+from dcoc.errors import IsaError
 
 __all__ = [
     "OP_LOAD", "OP_STORE", "OP_GEMM", "OP_FINISH", "OP_ALU",

@@ -1,7 +1,7 @@
 """The functional VTA machine: SRAM buffers, DRAM and the semantics of LOAD/STORE, GEMM
 and ALU instructions (int8 inputs/weights, int32 accumulators, int8 OUT), executed in
 the timing engine's issue order by :func:`dcoc.vta.simulator.run_program`.  Broken
-streams raise :class:`~dcoc.vta.errors.SimulationError` (SRAM overflow, DRAM out of
+streams raise :class:`~dcoc.errors.SimulationError` (SRAM overflow, DRAM out of
 bounds, micro-op out of range).
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 
 from dcoc.vta import isa
 from dcoc.vta.config import HWConfig
-from dcoc.vta.errors import SimulationError
+from dcoc.errors import SimulationError
 from dcoc.vta.isa import (ALU_ADD, ALU_MAX, ALU_MIN, ALU_MUL, ALU_SHR, MEM_ACC, MEM_ACC_8BIT,
                           MEM_INP, MEM_OUT, MEM_UOP, MEM_WGT, OP_ALU, OP_FINISH, OP_GEMM,
                           OP_LOAD, OP_STORE)

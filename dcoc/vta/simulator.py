@@ -30,7 +30,7 @@ signed MIN/MAX, wrapping ADD, arithmetic SHR (negative amounts shift left), MUL;
 GEMM/ALU result is also written to the OUT buffer truncated to int8 and STORE copies OUT
 to DRAM.  Instructions are executed in the timing engine's issue order.
 
-Broken streams raise :class:`~dcoc.vta.errors.SimulationError` (SRAM overflow, DRAM out of
+Broken streams raise :class:`~dcoc.errors.SimulationError` (SRAM overflow, DRAM out of
 bounds, micro-op out of range, bad dependency flag, token deadlock, missing FINISH).
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ import numpy as np
 
 from dcoc.vta import isa
 from dcoc.vta.config import HWConfig
-from dcoc.vta.errors import SimulationError, WorkloadError
+from dcoc.errors import SimulationError, WorkloadError
 from dcoc.vta.isa import (MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_UOP, MEM_WGT, OP_ALU, OP_FINISH,
                           OP_GEMM, OP_LOAD, OP_STORE)
 from dcoc.vta.machine import Machine

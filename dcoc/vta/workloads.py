@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from dcoc.vta.errors import WorkloadError
+from dcoc.errors import WorkloadError
 
 __all__ = ["Conv2DWorkload", "DenseWorkload", "Epilogue", "DEFAULT_EPILOGUE", "conv2d_space",
            "dense_space", "space_for", "space_size", "divisors", "CONV_KNOBS", "DENSE_KNOBS",

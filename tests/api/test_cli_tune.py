@@ -282,7 +282,7 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_exits_130(monkeypatch, capsys):
 
 # ========================================================================== tune-task
 def test_tune_task_command_and_resume(tmp_path):
-    from dcoc.search.vta_task import resnet18_layer
+    from dcoc.vta.spaces import resnet18_layer
     from dcoc.vta import simulate
 
     rec = tmp_path / "c2.jsonl"

@@ -1,4 +1,4 @@
-"""Throughput/area Pareto front (dcoc.pareto, tune(pareto=True), dcoc tune --pareto, plot)."""
+"""Throughput/area Pareto front (dcoc.results.pareto, tune(pareto=True), dcoc tune --pareto, plot)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ import pytest
 
 import dcoc
 from dcoc.errors import DcocError
-from dcoc.pareto import RESOURCE_KEYS, complete_points, dominates, pareto_front
+from dcoc.results.pareto import RESOURCE_KEYS, complete_points, dominates, pareto_front
 from dcoc.vta import HWConfig, get_board
 
 from api_util import model_latency_ms, read_records, run_cli
@@ -93,7 +93,7 @@ def test_tune_pareto_is_the_front_of_the_records(pareto_run):
 
 
 def test_plot_draws_the_front(pareto_run, tmp_path):
-    from dcoc.plots import plot_run_dir
+    from dcoc.results.plots import plot_run_dir
 
     _, wd = pareto_run
     files = plot_run_dir(wd, str(tmp_path))

@@ -12,9 +12,9 @@ import pytest
 
 import dcoc
 from dcoc.errors import ConfigError, DcocError
-from dcoc.result import TaskResult
+from dcoc.results.result import TaskResult
 from dcoc.search.measure import Measurer, VTASimMeasurer
-from dcoc.search.vta_task import parse_workload, resnet18_layer, sw_space, workload_key
+from dcoc.vta.spaces import parse_workload, resnet18_layer, sw_space, workload_key
 from dcoc.vta import HWConfig, simulate
 
 from api_util import TUNERS, duplicates, read_records, truncate_records

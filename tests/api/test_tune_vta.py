@@ -17,7 +17,7 @@ import pytest
 
 import dcoc
 from dcoc.errors import ConfigError, DcocError
-from dcoc.result import TuneResult
+from dcoc.results.result import TuneResult
 from dcoc.vta import HWConfig, get_board
 
 from api_util import (ISSUE5_KEYS, TUNERS, assert_history,

@@ -302,7 +302,7 @@ def test_progress_off_a_terminal_is_plain_lines(tmp_path):
 
 
 def test_baseline_label_per_board_and_plot(tmp_path):
-    from dcoc.plots import baseline_label, plot_run_dir
+    from dcoc.results.plots import baseline_label, plot_run_dir
 
     assert baseline_label({"target": "vta", "board": "pynq"}).startswith("pynq preset")
     assert baseline_label({"target": "vta", "board": "zcu104"}).startswith("zcu104 default")

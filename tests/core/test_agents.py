@@ -2,9 +2,10 @@
 import numpy as np
 import pytest
 
-from dcoc.agents import MAPPO, MAPPOConfig, cluster_knobs, fixed_groups, make_groups
+from dcoc.method.agent_groups import cluster_knobs, fixed_groups, make_groups
+from dcoc.method.mappo import MAPPO, MAPPOConfig
 from dcoc.errors import DcocError
-from dcoc.sampling import ConfidenceConfig, confidence_select
+from dcoc.method.sampling import ConfidenceConfig, confidence_select
 from dcoc.search import Knob, Space
 
 
@@ -52,7 +53,7 @@ def test_correlation_clustering_recovers_interacting_pairs():
 def test_clustering_waits_for_enough_data():
     """Below MIN_POINTS valid measurements ``clustered`` is the fixed split (partitions of
     few random points are noise: docs/data/cluster_stability_tuning.txt)."""
-    from dcoc.agents.clustering import MIN_POINTS
+    from dcoc.method.agent_groups import MIN_POINTS
 
     rng = np.random.default_rng(1)
     n = 400

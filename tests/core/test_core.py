@@ -1,10 +1,10 @@
-"""The DCOC core (dcoc.core): one round engine, ablation flags, and the registered variants."""
+"""The DCOC core (dcoc.method.core): one round engine, ablation flags, and the registered variants."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dcoc.core import DCOCConfig, DCOCCore, Problem
+from dcoc.method.core import DCOCConfig, DCOCCore, Problem
 from dcoc.errors import DcocError
 from dcoc.search import FunctionMeasurer, Knob, Space, TuningTask
 from dcoc.seeding import child_seed
@@ -160,9 +160,9 @@ def test_both_proposers_pool_the_agents_walks_and_the_surrogate_search():
 
 
 def test_clustered_agents_keep_the_fixed_split_below_the_clustering_gate():
-    """Below dcoc.agents.clustering.MIN_POINTS a partition is noise (docs/method.md §2):
+    """Below dcoc.method.agent_groups.MIN_POINTS a partition is noise (docs/method.md §2):
     'clustered' keeps the fixed split, checks again on more data, and never adopts it."""
-    from dcoc.agents import make_groups
+    from dcoc.method.agent_groups import make_groups
 
     p = Bowl()
     core = _core(p, agents="clustered")

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from dcoc.agents.mappo import MAPPOConfig
-from dcoc.core import DCOCConfig
+from dcoc.method.mappo import MAPPOConfig
+from dcoc.method.core import DCOCConfig
 from dcoc.search.measure import FunctionMeasurer
 from dcoc.search.synthetic import (INTERACTING_OPTIMUM, interacting_cost, interacting_task,
                                    synthetic_cost, synthetic_task)

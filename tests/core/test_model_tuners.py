@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from dcoc.costmodel import XGBCostModel, average_recall
+from dcoc.method.costmodel import XGBCostModel, average_recall
 from dcoc.search import FunctionMeasurer, Knob, MeasureInput, MeasureResult, Space, TuningTask
 from dcoc.search.synthetic import exhaustive_optimum, synthetic_cost, synthetic_task
 from dcoc.tuners import create
@@ -328,7 +328,7 @@ def test_packsum_model_learns_a_sum_over_rows_deterministically():
     seed gives the same predictions, the bootstrap members a spread."""
     from scipy.stats import spearmanr
 
-    from dcoc.costmodel import PackSumModel
+    from dcoc.method.costmodel import PackSumModel
 
     rng = np.random.default_rng(0)
     w = rng.random(6)

@@ -1,11 +1,11 @@
-"""Program features and the pool shared across tasks (dcoc.search.program, TaskProblem)."""
+"""Program features and the pool shared across tasks (tvm_plugin.metaschedule.program, TaskProblem)."""
 from __future__ import annotations
 
 import numpy as np
 
-from dcoc.core import DCOCConfig
+from dcoc.method.core import DCOCConfig
 from dcoc.search import FunctionMeasurer, Knob, Space, TuningTask
-from dcoc.search.program import SharedPool
+from tvm_plugin.metaschedule.program import SharedPool
 from dcoc.tuners import create
 
 VALUES = tuple(range(12))
@@ -321,7 +321,7 @@ def test_pool_keeps_per_store_rows_as_lists():
 def test_per_store_program_model_ranks_a_cold_task_from_the_pool():
     """program_model = "per-store": the pooled model is the pack-sum model on per-store rows
     (PackSumModel); a cold task's first batch, ranked by it, beats a random warm-up."""
-    from dcoc.costmodel import PackSumModel
+    from dcoc.method.costmodel import PackSumModel
 
     pool = SharedPool()
     a = _task("a", "ab")

@@ -9,7 +9,7 @@ import pytest
 
 import dcoc_models
 from dcoc.cli import main
-from dcoc.commands._common import parse_input_shape, parse_input_shapes
+from dcoc.cli.common import parse_input_shape, parse_input_shapes
 from dcoc.errors import ModelError
 
 from frontend_util import run_cli

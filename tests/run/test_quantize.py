@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from dcoc import intref
-from dcoc.quantize import LayerSpec, exponent, quantize_layers
+from dcoc.runtime import intref
+from dcoc.runtime.quantize import LayerSpec, exponent, quantize_layers
 
 
 @pytest.mark.parametrize("m, e", [(127.0, 0), (1.0, 6), (0.99, 7), (200.0, -1), (0.0, 0)])
@@ -51,7 +51,7 @@ def test_shift_kept_within_alu_range():
 def test_residual_schedule_adapted_when_accumulator_overflows():
     """ResNet-18 C2's default schedule fits ACC with a bias-only epilogue but not with the
     residual tile: the kernel adapts the tiling (and stays bit-exact vs the reference)."""
-    from dcoc.offload import Offload, conv_workload_dict
+    from dcoc.runtime.offload import Offload, conv_workload_dict
     from dcoc.tasks import Task
     from dcoc.vta import HWConfig
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import dcoc
-from dcoc.quantize import CalibrationWarning
-from dcoc.runner import InputError
+from dcoc.runtime.quantize import CalibrationWarning
+from dcoc.runtime.runner import InputError
 
 CLI = [sys.executable, "-m", "dcoc.cli"]
 
@@ -50,7 +50,7 @@ def test_tiny_bit_exact_and_close_to_float(tiny_result):
 
 def test_simulator_error_is_detected(tiny_model, monkeypatch):
     """The comparison is not vacuous: one wrong value from the simulator is caught."""
-    from dcoc import offload
+    from dcoc.runtime import offload
 
     orig = offload.VTAKernel._sim
 
@@ -98,7 +98,7 @@ def test_invalid_schedule_falls_back_to_cpu(tiny_model):
 
 
 def test_tune_result_run_matches_dcoc_run(tiny_model):
-    from dcoc.result import TuneResult
+    from dcoc.results.result import TuneResult
     from dcoc.vta import HWConfig
 
     hw = HWConfig.preset("pynq")

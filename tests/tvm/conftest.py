@@ -1,4 +1,4 @@
-"""Fixtures for the MetaSchedule integration tests (tvm_plugin.space/strategy/build/tune/rpc).
+"""Fixtures for the MetaSchedule integration tests (tvm_plugin.metaschedule.trace_space/strategy/build/tune/rpc).
 
 Everything is real: real builds, real runs, real RPC servers on loopback.  Budgets are
 tiny (8-16 trials) and the models small (a 16->16 3x3 conv on 16x16), so the default
@@ -56,7 +56,7 @@ def conv_task(conv_model, llvm):
 
 @pytest.fixture(scope="session")
 def builder():
-    from tvm_plugin.build import close_builder, make_builder
+    from tvm_plugin.metaschedule.build import close_builder, make_builder
 
     b = make_builder("persistent", max_workers=2)
     yield b
@@ -65,14 +65,14 @@ def builder():
 
 @pytest.fixture(scope="session")
 def runner():
-    from tvm_plugin.build import make_runner
+    from tvm_plugin.metaschedule.build import make_runner
 
     return make_runner("local")
 
 
 def tune_context(task, strategy, seed=0):
     """A TuneContext for one frontend Task, driven by ``strategy`` (not cloned)."""
-    from tvm_plugin.space import make_tune_context
+    from tvm_plugin.metaschedule.trace_space import make_tune_context
 
     et = task.ms_task
     return make_tune_context(et.dispatched[0], et.target, et.task_name, strategy=strategy,

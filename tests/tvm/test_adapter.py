@@ -13,8 +13,8 @@ def test_baseline_tuner_on_metaschedule_task(conv_task, conv_model, llvm, builde
     from dcoc.search import measure_option
     from tvm.s_tir import meta_schedule as ms
 
-    from tvm_plugin.build import compile_model
-    from tvm_plugin.strategy import MetaScheduleMeasurer, ms_tuning_task
+    from tvm_plugin.metaschedule.build import compile_model
+    from tvm_plugin.metaschedule.strategy import MetaScheduleMeasurer, ms_tuning_task
     from tests.tvm.conftest import count_records
 
     task = ms_tuning_task(conv_task, seed=0)
@@ -38,7 +38,7 @@ def test_baseline_tuner_on_metaschedule_task(conv_task, conv_model, llvm, builde
 def test_measurer_reports_invalid_configs(conv_task, builder, runner):
     from dcoc.search.measure import MeasureErrorNo
 
-    from tvm_plugin.strategy import MetaScheduleMeasurer, ms_tuning_task
+    from tvm_plugin.metaschedule.strategy import MetaScheduleMeasurer, ms_tuning_task
 
     task = ms_tuning_task(conv_task, seed=0)
     good = task.payload.default_config(0)

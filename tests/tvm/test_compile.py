@@ -27,9 +27,9 @@ def _ort(model_path, feeds):
 
 @pytest.mark.parametrize("case", ["test_Conv2d", "test_Conv2d_strided"])
 def test_tuned_model_matches_untuned_and_onnxruntime(case, tmp_path):
-    from tvm_plugin.build import compile_model, make_model_runner
+    from tvm_plugin.metaschedule.build import compile_model, make_model_runner
     from tvm_plugin.frontend import load, resolve_target
-    from tvm_plugin.tune import tune_model
+    from tvm_plugin.metaschedule.tuning import tune_model
 
     d = os.path.join(DATA, case)
     path = os.path.join(d, "model.onnx")
@@ -62,7 +62,7 @@ def test_tuned_model_matches_untuned_and_onnxruntime(case, tmp_path):
 def test_compile_model_refuses_fused_module(conv_model, llvm):
     from dcoc.errors import DcocError
 
-    from tvm_plugin.build import compile_model
+    from tvm_plugin.metaschedule.build import compile_model
 
     with pytest.raises(DcocError, match="unfused"):
         compile_model(None, conv_model.fused(llvm), llvm.tvm)
@@ -75,7 +75,7 @@ def test_resnet18_tuned_matches_onnxruntime(tmp_path):
     import dcoc_models
 
     from tvm_plugin.frontend import load
-    from tvm_plugin.tune import tune_model
+    from tvm_plugin.metaschedule.tuning import tune_model
 
     path = dcoc_models.resolve("resnet18")
     m = load(path)

@@ -83,8 +83,8 @@ def test_cold_tuning_is_remembered_by_the_work_dir(tmp_path):
     import pytest
 
     from dcoc.errors import DcocError
-    from tvm_plugin.build import make_runner
-    from tvm_plugin.tune import tune_model
+    from tvm_plugin.metaschedule.build import make_runner
+    from tvm_plugin.metaschedule.tuning import tune_model
 
     path = _odd_model(str(tmp_path / "odd.onnx"))
     wd = str(tmp_path / "cold")

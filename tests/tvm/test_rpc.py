@@ -95,7 +95,7 @@ def cluster():
 @pytest.fixture(scope="module")
 def vta_task():
     import dcoc.vta as vta
-    from dcoc.search.vta_task import vta_task as make
+    from dcoc.vta.spaces import vta_task as make
 
     wl = vta.Conv2DWorkload(batch=1, height=14, width=14, in_channels=64, out_channels=64,
                             kernel=(3, 3), stride=(1, 1), padding=(1, 1))
@@ -123,7 +123,7 @@ def test_sim_servers_fan_out_and_survive_a_kill(cluster, vta_task):
     import dcoc.tuners
     from dcoc.search import measure_option
     from dcoc.search.measure import MeasureErrorNo
-    from dcoc.search.vta_task import simulate_config
+    from dcoc.vta.spaces import simulate_config
 
     from tvm_plugin.rpc import RPCSimMeasurer
 
@@ -173,7 +173,7 @@ def _pairs(tuner):
 @pytest.fixture(autouse=True)
 def _record_pairs(monkeypatch):
     """Keep every (config, result) a Tuner observes (test-only hook)."""
-    from dcoc.tuners.base import Tuner
+    from dcoc.tuners.tuner import Tuner
 
     orig = Tuner._observe
 
@@ -190,8 +190,8 @@ def test_metaschedule_rpc_runner(cluster, conv_task, builder, tmp_path):
     database; killing one server mid-run leaves tuning to the other."""
     from tvm.s_tir import meta_schedule as ms
 
-    from tvm_plugin.build import make_runner
-    from tvm_plugin.strategy import TunerStrategy
+    from tvm_plugin.metaschedule.build import make_runner
+    from tvm_plugin.metaschedule.strategy import TunerStrategy
     from tests.tvm.conftest import count_records, tune_context
 
     key = f"cpu-{uuid.uuid4().hex[:6]}"

@@ -1,4 +1,4 @@
-"""The knob view of MetaSchedule design-space traces (tvm_plugin.space)."""
+"""The knob view of MetaSchedule design-space traces (tvm_plugin.metaschedule.trace_space)."""
 from __future__ import annotations
 
 import math
@@ -9,14 +9,14 @@ import pytest
 
 @pytest.fixture(scope="module")
 def tspace(conv_task, llvm):
-    from tvm_plugin.space import TraceSpace
+    from tvm_plugin.metaschedule.trace_space import TraceSpace
 
     et = conv_task.ms_task
     return TraceSpace.from_mod(et.dispatched[0], llvm.tvm, et.task_name, seed=0, num_threads=2)
 
 
 def test_knobs_are_trace_decisions(tspace):
-    from tvm_plugin.space import COMPUTE_AT, TILE
+    from tvm_plugin.metaschedule.trace_space import COMPUTE_AT, TILE
 
     sp = tspace.space
     groups = {k.name: k.group for k in sp.knobs}
@@ -38,7 +38,7 @@ def test_knobs_are_trace_decisions(tspace):
 
 
 def test_perfect_tiles_rule():
-    from tvm_plugin.space import perfect_tiles
+    from tvm_plugin.metaschedule.trace_space import perfect_tiles
 
     t = perfect_tiles(64, 4, 64)
     assert len(t) == 84 and all(math.prod(x) == 64 for x in t)
@@ -48,7 +48,7 @@ def test_perfect_tiles_rule():
 
 
 def test_apply_roundtrip_and_dedupe(tspace):
-    from tvm_plugin.space import schedule_hash
+    from tvm_plugin.metaschedule.trace_space import schedule_hash
 
     for di in range(len(tspace.traces)):
         cfg = tspace.default_config(di)
@@ -65,7 +65,7 @@ def test_apply_roundtrip_and_dedupe(tspace):
 
 
 def test_space_is_deterministic(tspace):
-    from tvm_plugin.space import TraceSpace
+    from tvm_plugin.metaschedule.trace_space import TraceSpace
 
     other = TraceSpace.from_context(tspace.context, tspace.context.space_generator
                                     .generate_design_space(tspace.context.mod), seed=0) \

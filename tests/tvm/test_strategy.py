@@ -15,7 +15,7 @@ def _recording_cls():
     """TunerStrategy that logs what every generate_measure_candidates call returned."""
     from tvm.ir.utils import derived_object
 
-    from tvm_plugin.strategy import _TunerStrategy
+    from tvm_plugin.metaschedule.strategy import _TunerStrategy
 
     class _Recording(_TunerStrategy):
         def generate_measure_candidates(self):
@@ -107,9 +107,9 @@ def test_dcoc_strategy_tune_relax_and_resume(conv_model, llvm, builder, runner, 
     the same work_dir measures nothing again; the tuned PrimFunc is applied at compile."""
     from tvm.s_tir import meta_schedule as ms
 
-    from tvm_plugin.build import compile_model
-    from tvm_plugin.strategy import DCOCSearchStrategy
-    from tvm_plugin.tune import metaschedule_logging_guard
+    from tvm_plugin.metaschedule.build import compile_model
+    from tvm_plugin.metaschedule.strategy import DCOCSearchStrategy
+    from tvm_plugin.metaschedule.tuning import metaschedule_logging_guard
 
     fused = conv_model.fused(llvm)
     strat = DCOCSearchStrategy(seed=0)
@@ -142,8 +142,8 @@ def test_same_seed_same_first_batch(conv_task, tuner):
     """Before any measurement a tuner's proposals depend only on the seed."""
     if tuner == "dcoc" and importlib.util.find_spec("dcoc.tuners.dcoc_tuner") is None:
         pytest.skip("the dcoc tuner is not available")
-    from tvm_plugin.space import schedule_hash
-    from tvm_plugin.strategy import TunerStrategy
+    from tvm_plugin.metaschedule.trace_space import schedule_hash
+    from tvm_plugin.metaschedule.strategy import TunerStrategy
 
     def first_batch(seed):
         strat = TunerStrategy(tuner=tuner, seed=seed)
@@ -164,9 +164,9 @@ def test_dcoc_strategy_program_features_and_shared_pool(conv_task, builder, runn
     in the shared state, and a later task of the same run starts from that pool."""
     import numpy as np
 
-    from dcoc.core import DCOCConfig
-    from tvm_plugin.space import make_tune_context
-    from tvm_plugin.strategy import DCOCSearchStrategy
+    from dcoc.method.core import DCOCConfig
+    from tvm_plugin.metaschedule.trace_space import make_tune_context
+    from tvm_plugin.metaschedule.strategy import DCOCSearchStrategy
 
     assert DCOCConfig().program_rerank == 0               # opt-in
     strat = DCOCSearchStrategy(seed=0, config=DCOCConfig(program_rerank=4))
@@ -209,7 +209,7 @@ def test_batches_stop_at_the_global_budget(conv_task, builder, runner, tmp_path,
     ``max_trials_global`` (tune_model sets it) the last batch is cut to end at 10."""
     from tvm.s_tir import meta_schedule as ms
 
-    from tvm_plugin.space import make_tune_context
+    from tvm_plugin.metaschedule.trace_space import make_tune_context
 
     strat = _recording_cls()(tuner="random", seed=0, max_trials_global=cap)
     et = conv_task.ms_task
@@ -233,9 +233,9 @@ def test_few_trials_per_task_turn_the_cold_setting_on(conv_task, cold_below):
     ``DCOCConfig.cold_below`` DCOC switches COLD_SETTING on and gets program features;
     with ``cold_below=0`` (the control) nothing changes.  A later run sharing the state
     counts its own tasks."""
-    from dcoc.core import COLD_SETTING, DCOCConfig
-    from tvm_plugin.space import make_tune_context
-    from tvm_plugin.strategy import DCOCSearchStrategy
+    from dcoc.method.core import COLD_SETTING, DCOCConfig
+    from tvm_plugin.metaschedule.trace_space import make_tune_context
+    from tvm_plugin.metaschedule.strategy import DCOCSearchStrategy
 
     strat = DCOCSearchStrategy(seed=0, max_trials_global=10,
                                config=DCOCConfig(cold_below=cold_below))
@@ -269,9 +269,9 @@ def test_metaschedule_defaults_fill_only_unset_fields(conv_task):
     """MS_DEFAULTS reach a DCOC tuner in MetaSchedule where its config leaves the field
     unset; an explicit value (or a registered ablation's variant) wins; the caller's config
     is not changed; the per-task (VTA) default is untouched."""
-    from dcoc.core import DCOCConfig
-    from tvm_plugin.space import make_tune_context
-    from tvm_plugin.strategy import MS_DEFAULTS, DCOCSearchStrategy, with_ms_defaults
+    from dcoc.method.core import DCOCConfig
+    from tvm_plugin.metaschedule.trace_space import make_tune_context
+    from tvm_plugin.metaschedule.strategy import MS_DEFAULTS, DCOCSearchStrategy, with_ms_defaults
 
     mine = DCOCConfig()
     kw = with_ms_defaults({"config": mine, "agents": "dcoc"})

@@ -4,7 +4,7 @@ from hypothesis import given, settings, strategies as st
 
 from dcoc.vta import HWConfig, IsaError
 from dcoc.vta import isa
-from dcoc.vta.api import compile_schedule
+from dcoc.vta.layer import compile_schedule
 from dcoc.vta.workloads import Conv2DWorkload
 
 CONFIGS = [HWConfig.preset("pynq"), HWConfig.preset("pynq_4x8"), HWConfig(block_out=32),

@@ -44,7 +44,7 @@ from tvm_plugin.frontend.loading import Model, load, load_model
 from tvm_plugin.frontend.lowering import _is_lowered, lower_for_tuning  # noqa: F401
 from tvm_plugin.frontend.preflight import preflight, unsupported_ops
 from tvm_plugin.frontend.targets import TargetSpec, resolve_target
-from tvm_plugin.frontend.workloads import task_name
+from tvm_plugin.frontend.naming import task_name
 
 __all__ = [
     "Model", "TargetSpec", "load", "load_model", "lower_for_tuning", "extract_tasks",

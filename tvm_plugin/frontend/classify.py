@@ -6,7 +6,7 @@ import contextlib
 import math
 import re
 
-from tvm_plugin.frontend.workloads import _conv_kind, _conv_macs, _conv_workload, _mm_macs
+from tvm_plugin.frontend.naming import _conv_kind, _conv_macs, _conv_workload, _mm_macs
 
 
 def _stmt_children(s) -> list:

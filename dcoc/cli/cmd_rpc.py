@@ -1,0 +1,95 @@
+"""``dcoc rpc``: the VTA simulator as an RPC server, and a tracker's status."""
+from __future__ import annotations
+
+from dcoc.cli.common import Output, add_output_arguments
+
+NAME = "rpc"
+HELP = "serve the VTA simulator over a TVM RPC tracker, or show a tracker's servers"
+DESCRIPTION = """\
+serve:  start a simulator server registered with a TVM RPC tracker under a key;
+        RPCSimMeasurer spreads simulations over every server of that key.  The server
+        answers simulation requests only (every other TVM function is removed from its
+        session processes: no upload, no load_module), caps a request at 64 KiB and a
+        simulation at --time-limit seconds, and listens on 127.0.0.1 unless --host says
+        otherwise.  Exposing it (or the tracker, which has no authentication) on a network
+        lets every host there use this machine's CPU: do it only on a trusted network.
+status: free/pending servers of a key; an unreachable tracker is a one-line error
+        within a few seconds.
+
+examples:
+  python -m tvm.exec.rpc_tracker --host 127.0.0.1 --port 9190 &
+  dcoc rpc serve --tracker 127.0.0.1:9190 --key vta-sim
+  dcoc rpc status --tracker 127.0.0.1:9190 --json -"""
+
+
+#: the same values as tvm_plugin.rpc.DEFAULT_KEY / DEFAULT_TIME_LIMIT (this module must not
+#: import TVM: every `dcoc` command builds this parser)
+DEFAULT_KEY = "vta-sim"
+DEFAULT_TIME_LIMIT = 20.0
+
+
+def add_serve_arguments(s) -> None:
+    """The ``serve`` options (shared with ``python -m tvm_plugin.rpc serve``)."""
+    s.add_argument("--tracker", required=True, help="HOST:PORT of the RPC tracker")
+    s.add_argument("--key", default=DEFAULT_KEY, help=f"server key (default {DEFAULT_KEY})")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; another "
+                        "address lets every host that reaches it run simulations here)")
+    s.add_argument("--port", type=int, default=9090, help="first port to try")
+    s.add_argument("--port-end", type=int, default=None, help="last port to try (default PORT+100)")
+    s.add_argument("--custom-addr", default=None, help="address to report to the tracker")
+    s.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT,
+                   help=f"seconds one simulation may take (default {DEFAULT_TIME_LIMIT:g}); "
+                        "longer ones are answered as invalid")
+
+
+def add_arguments(parser) -> None:
+    sub = parser.add_subparsers(dest="rpc_cmd", metavar="ACTION", required=True)
+    s = sub.add_parser("serve", help="start a simulator server (blocks)")
+    add_serve_arguments(s)
+    s.add_argument("-v", "--verbose", action="store_true", help="TVM's RPC server logs")
+    q = sub.add_parser("status", help="free/pending servers of a key on a tracker")
+    q.add_argument("--tracker", required=True, help="HOST:PORT of the RPC tracker")
+    q.add_argument("--key", default=DEFAULT_KEY, help=f"server key (default {DEFAULT_KEY})")
+    q.add_argument("--timeout", type=float, default=5.0,
+                   help="seconds to wait for the tracker (default 5)")
+    add_output_arguments(q, "the counts", progress=False)
+
+
+def check_tracker(addr: str, timeout: float = 5.0, wait: float = 0.0) -> tuple[str, int]:
+    """(host, port) of ``HOST:PORT`` once a TCP connection to it succeeds within
+    ``timeout`` seconds (retrying for ``wait`` seconds: a server may start before its
+    tracker); a one-line DcocError otherwise (checked before TVM is imported)."""
+    import socket
+    import time
+
+    from dcoc.errors import DcocError
+
+    host, _, port = str(addr).rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit():
+        raise DcocError(f"--tracker '{addr}': expected HOST:PORT, e.g. 127.0.0.1:9190")
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+            return host, int(port)
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise DcocError(f"RPC tracker {host}:{port} is not reachable: "
+                                f"{exc.strerror or exc}") from None
+            time.sleep(0.5)
+
+
+def run(args) -> int:
+    if args.rpc_cmd == "status":
+        check_tracker(args.tracker, args.timeout)
+    from tvm_plugin import rpc
+
+    if args.rpc_cmd == "serve":
+        return rpc.run_serve(args)
+    out = Output(args)
+    info = rpc.tracker_servers(args.tracker, args.key, timeout=args.timeout)
+    out.print(f"key {args.key} on {args.tracker}: {info['free']} free, {info['pending']} pending")
+    out.emit_json(info)
+    return 0

@@ -1,0 +1,102 @@
+"""``dcoc tune-task``: tune one VTA workload's schedule with one tuner."""
+from __future__ import annotations
+
+from dcoc.cli.common import Output, add_output_arguments
+
+NAME = "tune-task"
+HELP = "tune one accelerator layer's schedule (e.g. ResNet-18's C2 on VTA) with one tuner"
+DESCRIPTION = """\
+Tune the schedule of one workload on a fixed VTA configuration and print a best-so-far
+curve and the best knobs.  WORKLOAD is a ResNet-18 layer (C2 .. C11), conv:H,W,CI,CO,K,S,P
+or dense:N,K,M (--target systolic also takes gemm:M,K,N).  Every trial is one simulation;
+records go to --records (JSONL; rerun to resume).
+
+examples:
+  dcoc tune-task C2 --tuner dcoc --trials 100
+  dcoc tune-task conv:28,28,128,128,3,1,1 --hw pynq_4x8 --tuner xgb --trials 300 --records c5.jsonl
+  dcoc tune-task C5 --target systolic --hw ws32x16_i16w15o15 --tuner dcoc --trials 100
+  dcoc tune-task C2 --trials 50 --json -      # the result as JSON on stdout"""
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("workload", metavar="WORKLOAD", help="C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
+    from dcoc.method.agent_groups import MODES
+    from dcoc.targets import available
+    from dcoc.tuners import names as tuner_names
+
+    parser.add_argument("--target", default="vta", choices=available(),
+                        help="accelerator target (default: vta)")
+    parser.add_argument("--board", default=None,
+                        help="the board whose clock/bus a hardware name takes (default: the target's first)")
+    parser.add_argument("--hw", default=None,
+                        help="accelerator: vta preset (pynq, pynq_4x8, ultra96, zcu104) or config name "
+                             "(default: pynq); systolic: a name like ws16x16_i15w15o15 (default: the "
+                             "board's 16x16 default)")
+    parser.add_argument("--tuner", default="dcoc", choices=tuner_names(),
+                        help="search method (default: dcoc)")
+    parser.add_argument("--agents", default="dcoc", choices=list(MODES),
+                        help="dcoc only: knob-to-agent split (default: dcoc)")
+    parser.add_argument("--trials", type=int, default=200, help="simulation budget (default: 200)")
+    parser.add_argument("--seed", type=int, default=0, help="the one seed (default: 0)")
+    parser.add_argument("--records", default=None, help="append records to this JSONL file (resumes)")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="simulator worker processes (default: 0 = in-process)")
+    parser.add_argument("--early-stopping", type=int, default=None,
+                        help="stop after this many trials without improvement")
+    add_output_arguments(parser, "the result (best knobs, cost, curve)")
+
+
+def run(args) -> int:
+    from dcoc.api import tune_task
+    from dcoc.cli.common import render_table
+    from dcoc.errors import DcocError
+    from dcoc.results.plots import ascii_curve
+    from dcoc.targets import get as get_target
+    from dcoc.tuners import DCOC_FAMILY
+
+    # validate before the progress bar starts: an error must be the only output
+    out = Output(args)
+    tg = get_target(args.target)
+    wl = tg.workload(args.workload)
+    bd = tg.board(args.board or tg.default_board)
+    hw = (tg.parse_hw(args.hw, bd.name if args.board or tg.name != "vta" else None) if args.hw
+          else (tg.parse_hw("pynq") if tg.name == "vta" else tg.default_hw(bd)))
+    if args.trials < 1:
+        raise DcocError(f"trials must be >= 1, got {args.trials}")
+    if args.workers is not None and args.workers < 0:
+        raise DcocError(f"--workers must be >= 0 (0 = in-process), got {args.workers}")
+    if args.records:
+        from dcoc.paths import check_output_file
+
+        check_output_file(args.records, "--records file")
+    callbacks = []
+    bar = None
+    if out.progress:
+        from dcoc.progress import Progress
+
+        bar = Progress(args.trials, args.tuner)
+
+        def cb(tuner, inputs, results):
+            bar.update(tuner.trials, f"best {tuner.best_cost * 1e3:.4f} ms"
+                       if tuner.best_config is not None else "")
+
+        callbacks.append(cb)
+    kw = {"agents": args.agents} if args.tuner in DCOC_FAMILY else {}
+    try:
+        r = tune_task(wl, hw=hw, target=tg.name, tuner=args.tuner, trials=args.trials, seed=args.seed,
+                      records=args.records, n_workers=args.workers,
+                      early_stopping=args.early_stopping, callbacks=callbacks, **kw)
+    finally:
+        if bar is not None:
+            bar.close()
+    out.print(f"{r.task_name} on {r.hw_name}, tuner {r.tuner}, seed {r.seed}: {r.trials} trials")
+    curve = r.best_curve()
+    out.print(ascii_curve([(t + 1, c * 1e3) for t, c in curve]))
+    out.emit_json(r.to_json())
+    if r.best_knobs is None:
+        out.print("no valid schedule found")
+        return 1
+    out.print(render_table(["knob", "value"], [[k, v] for k, v in r.best_knobs.items()], right={1}))
+    out.print(f"best {r.best_cost * 1e3:.4f} ms, {r.best_gops:.1f} GOPS "
+              f"(found at trial {r.trials_to_reach(r.best_cost)})")
+    return 0

@@ -1,0 +1,294 @@
+"""The layers handed to the accelerator: one :class:`VTAKernel` per offloaded layer.
+
+The BYOC codegen (:mod:`tvm_plugin.byoc`) turns every partitioned composite function
+into a *kernel spec* (a dict of plain Python/numpy values: kind, shapes, int8 weights,
+int32 bias, epilogue) and asks :meth:`Offload.kernel` for a kernel.  A kernel is the
+compiled layer: a workload, the tuned (or default) knobs for the hardware, the epilogue,
+and its constants; the packed function TVM calls at run time hands the int8 inputs to
+:meth:`VTAKernel.__call__`, which runs
+
+* ``backend="sim"``: the dcoc VTA simulator, functional and timed (``dcoc.vta.simulate``
+  with data: the compiled instruction stream executes bit-exactly and is timed by the
+  event simulator), or
+* ``backend="ref"``: the independent integer reference :mod:`dcoc.runtime.intref`.
+
+A layer whose schedule does not compile for the hardware is refused (the reason is
+kept) and stays on the CPU.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dcoc.runtime import intref
+from dcoc.errors import KnobError
+
+__all__ = ["Offload", "VTAKernel", "conv_workload_dict", "find_task"]
+
+
+def conv_workload_dict(data_shape, weight_shape, out_shape, strides, padding, dilation,
+                       groups=1) -> dict:
+    """The conv2d task workload (the frontend's ``Task.workload`` keys)."""
+    n, c, h, w = (int(v) for v in data_shape)
+    o, _, kh, kw = (int(v) for v in weight_shape)
+    pt, pl, pb, pr = (int(v) for v in padding)
+    return dict(batch=n, in_channels=c, out_channels=o, height=h, width=w, kernel_h=kh,
+                kernel_w=kw, stride_h=int(strides[0]), stride_w=int(strides[1]), pad_top=pt,
+                pad_left=pl, pad_bottom=pb, pad_right=pr, dilation_h=int(dilation[0]),
+                dilation_w=int(dilation[1]), groups=int(groups), out_height=int(out_shape[2]),
+                out_width=int(out_shape[3]))
+
+
+def matmul_workload_dict(a_shape, b_shape, const_b: bool) -> tuple[str, dict] | None:
+    """(kind, workload) of ``a @ b`` as the frontend names it, or None (unsupported)."""
+    sa, sb = tuple(int(v) for v in a_shape), tuple(int(v) for v in b_shape)
+    if len(sa) < 2 or len(sb) < 2:
+        return None
+    if const_b:
+        if len(sb) != 2:
+            return None
+        return "dense", dict(batch=1, m=int(np.prod(sa[:-1])), n=sb[-1], k=sa[-1])
+    try:
+        bshape = np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        return None
+    return "batch_matmul", dict(batch=int(np.prod(bshape)) if bshape else 1, m=sa[-2],
+                                n=sb[-1], k=sa[-1])
+
+
+def find_task(tasks, kind: str, workload: dict):
+    """The VTA task (``device == "vta"``) of ``tasks`` with this kind and workload."""
+    for t in tasks:
+        if t.kind == kind and getattr(t, "device", "vta") == "vta" and \
+                dict(t.workload) == dict(workload):
+            return t
+    return None
+
+
+@dataclass
+class VTAKernel:
+    """One offloaded layer (see the module docstring)."""
+
+    name: str
+    kind: str
+    workload: object
+    knobs: dict
+    default: bool
+    spec: dict
+    epilogue: object
+    owner: "Offload" = field(repr=False, default=None)
+    note: str | None = None
+    calls: int = 0
+    cycles: int = 0
+    seconds: float = 0.0
+    wall: float = 0.0
+
+    # ------------------------------------------------------------------ run
+    def __call__(self, *arrays) -> np.ndarray:
+        backend = self.owner.backend if self.owner is not None else "sim"
+        t0 = time.perf_counter()
+        if self.owner is not None and self.owner.progress is not None:
+            self.owner.progress(self, backend)
+        out = self._sim(*arrays) if backend == "sim" else self._ref(*arrays)
+        self.wall += time.perf_counter() - t0
+        return out
+
+    def _inputs(self, arrays):
+        sp = self.spec
+        data = np.asarray(arrays[0])
+        other = residual = None
+        rest = list(arrays[1:])
+        if sp["kind"] == "batch_matmul":
+            other = np.asarray(rest.pop(0))
+        if sp["residual"]:
+            residual = np.asarray(rest.pop(0))
+        return data, other, residual
+
+    def _sim(self, *arrays) -> np.ndarray:
+        from dcoc.vta import simulate
+
+        sp = self.spec
+        data, other, residual = self._inputs(arrays)
+        hw = self.owner.hw
+        bias = sp["bias"]
+        if sp["kind"] == "conv2d":
+            r = simulate(self.workload, hw, self.knobs, data=data, weight=sp["weight"],
+                         bias=bias, residual=residual, epilogue=self.epilogue)
+            self._account(r)
+            return r.output.reshape(sp["out_shape"])
+        if sp["kind"] == "dense":
+            k = data.shape[-1]
+            x = data.reshape(-1, k)
+            w = np.ascontiguousarray(sp["weight"].T)  # [N, K]
+            res = residual.reshape(x.shape[0], -1) if residual is not None else None
+            r = simulate(self.workload, hw, self.knobs, data=x, weight=w, bias=bias,
+                         residual=res, epilogue=self.epilogue)
+            self._account(r)
+            return r.output.reshape(sp["out_shape"])
+        # batch_matmul: one dense run per matrix pair; weight = the second operand, transposed
+        out_shape = sp["out_shape"]
+        bshape = out_shape[:-2]
+        a = np.broadcast_to(data, tuple(bshape) + data.shape[-2:]).reshape(-1, *data.shape[-2:])
+        b = np.broadcast_to(other, tuple(bshape) + other.shape[-2:]).reshape(-1, *other.shape[-2:])
+        res = residual.reshape(-1, *out_shape[-2:]) if residual is not None else None
+        outs = []
+        for i in range(a.shape[0]):
+            r = simulate(self.workload, hw, self.knobs, data=np.ascontiguousarray(a[i]),
+                         weight=np.ascontiguousarray(b[i].T),
+                         residual=None if res is None else res[i], epilogue=self.epilogue)
+            self._account(r)
+            outs.append(r.output)
+        return np.stack(outs).reshape(out_shape)
+
+    def _account(self, r) -> None:
+        if not r.valid:  # cannot happen: the schedule was checked when the kernel was made
+            raise KnobError(f"{self.name}: schedule {self.knobs} became invalid: {r.reason}")
+        self.calls += 1
+        self.cycles += int(r.cycles)
+        self.seconds += float(r.seconds)
+
+    def _ref(self, *arrays) -> np.ndarray:
+        sp = self.spec
+        data, other, residual = self._inputs(arrays)
+        if sp["kind"] == "conv2d":
+            acc = intref.conv2d_int(data, sp["weight"], sp["strides"], sp["padding"],
+                                    sp["dilation"])
+            axis = 1
+        elif sp["kind"] == "dense":
+            acc = intref.matmul_int(data, sp["weight"])
+            axis = -1
+        else:
+            acc = intref.matmul_int(data, other)
+            axis = -1
+        out = intref.epilogue_int(acc, sp["bias"], residual, axis, round_=sp["round"],
+                                  shift=sp["shift"], clip=sp["clip"])
+        return out.reshape(sp["out_shape"])
+
+
+class Offload:
+    """Kernels for one model on one hardware config.
+
+    hw: the :class:`~dcoc.vta.HWConfig`; schedules: ``{task name: knobs}`` (missing ->
+    :func:`dcoc.vta.default_knobs`); tasks: the model's VTA :class:`~dcoc.tasks.TaskList`.
+    ``kernels`` lists the accepted kernels in model order, ``refused`` the
+    ``(name, kind, reason)`` of layers kept on the CPU.
+    """
+
+    def __init__(self, hw, schedules: dict | None, tasks, progress=None):
+        self.hw = hw
+        self.schedules = dict(schedules or {})
+        self.tasks = tasks
+        self.backend = "sim"
+        self.progress = progress
+        self.kernels: list[VTAKernel] = []
+        self.refused: list[tuple[str, str, str]] = []
+        self._adapted: dict = {}
+
+    def _workload(self, spec):
+        from dcoc.vta import Conv2DWorkload, DenseWorkload
+
+        if spec["kind"] == "conv2d":
+            n, c, h, w = spec["data_shape"]
+            o, _, kh, kw = spec["weight"].shape
+            return Conv2DWorkload(batch=n, height=h, width=w, in_channels=c, out_channels=o,
+                                  kernel=(kh, kw), stride=tuple(spec["strides"]),
+                                  padding=tuple(spec["padding"]),
+                                  dilation=tuple(spec["dilation"]))
+        wl = spec["workload"]
+        return DenseWorkload(batch=wl["m"], in_features=wl["k"], out_features=wl["n"])
+
+    def kernel(self, spec: dict) -> "VTAKernel | str":
+        """A kernel for a composite's spec, or the reason it stays on the CPU."""
+        from dcoc.vta import Epilogue, compile_schedule, default_knobs
+
+        kind, wl = spec["kind"], spec["workload"]
+        task = find_task(self.tasks, kind, wl)
+        name = task.name if task is not None else spec.get("name", kind)
+        if task is None:
+            return self._refuse(name, kind, "not a VTA task of this model")
+        if kind == "conv2d" and (wl.get("groups", 1) != 1 or wl.get("dilation_h", 1) != 1
+                                 or wl.get("dilation_w", 1) != 1):
+            return self._refuse(name, kind, "grouped/dilated conv: no VTA schedule")
+        try:
+            ep = Epilogue(bias=spec["bias"] is not None, residual=bool(spec["residual"]),
+                          round=bool(spec["round"]), shift=int(spec["shift"]),
+                          clip=tuple(spec["clip"]))
+        except Exception as exc:  # noqa: BLE001 - WorkloadError: epilogue out of the ALU's range
+            return self._refuse(name, kind, f"epilogue not expressible on the ALU: {exc}")
+        wobj = self._workload(spec)
+        knobs = self.schedules.get(name)
+        default = knobs is None
+        what = "default schedule" if default else "tuned schedule"
+        note = None
+        try:
+            if knobs is None:
+                knobs = default_knobs(wobj, self.hw)
+            compile_schedule(wobj, self.hw, knobs, ep)
+        except KnobError as exc:
+            # schedules are tuned for a bias-only epilogue (default_knobs checks none);
+            # the bias vector and a residual tile take accumulator entries too, which may
+            # not fit: adapt to the nearest schedule that does (same tile_w / tile_ci,
+            # fastest on the simulator)
+            adapted = None
+            if isinstance(knobs, dict) and (ep.residual or ep.bias) and \
+                    self._fits(wobj, knobs, ep):
+                adapted = self._adapt(wobj, knobs, ep)
+            if adapted is None:
+                return self._refuse(name, kind, f"{what} invalid on {self.hw.name}: {exc}")
+            note = f"{what} {knobs} does not fit with this epilogue ({exc}); adapted"
+            knobs = adapted
+        k = VTAKernel(name=name, kind=kind, workload=wobj, knobs=dict(knobs), default=default,
+                      spec=spec, epilogue=ep, owner=self, note=note)
+        self.kernels.append(k)
+        return k
+
+    def _fits(self, wl, knobs, ep) -> bool:
+        """True when ``knobs`` compile with ``ep`` minus its ACC operands (bias, residual):
+        the schedule is valid as chosen, only the extra accumulator tiles do not fit."""
+        from dataclasses import replace
+
+        from dcoc.vta import compile_schedule
+
+        try:
+            compile_schedule(wl, self.hw, knobs, replace(ep, residual=False, bias=False))
+            return True
+        except KnobError:
+            return False
+
+    def _adapt(self, wl, knobs: dict, ep) -> dict | None:
+        """The fastest schedule that compiles with ``ep`` among those differing from
+        ``knobs`` only in the output tiling and threads (tile_h / tile_co / threads for
+        conv2d, tile_b / tile_co / threads for dense)."""
+        import itertools
+
+        from dcoc.vta import compile_schedule, simulate, space_for
+
+        key = (wl, tuple(sorted(knobs.items())), ep)
+        if key in self._adapted:
+            return self._adapted[key]
+        space = space_for(wl, self.hw)
+        free = [k for k in ("tile_h", "tile_b", "tile_co", "oc_nthread", "h_nthread")
+                if k in space]
+        best = None
+        for vals in itertools.product(*[space[k] for k in free]):
+            cand = {**{k: v for k, v in knobs.items() if k in space}, **dict(zip(free, vals))}
+            try:
+                compile_schedule(wl, self.hw, cand, ep)
+            except KnobError:
+                continue
+            r = simulate(wl, self.hw, cand, epilogue=ep)
+            if r.valid and (best is None or r.cycles < best[0]):
+                best = (r.cycles, cand)
+        self._adapted[key] = None if best is None else dict(best[1])
+        return self._adapted[key]
+
+    def _refuse(self, name, kind, reason) -> str:
+        self.refused.append((name, kind, reason))
+        return reason
+
+    def reset(self) -> None:
+        for k in self.kernels:
+            k.calls = k.cycles = 0
+            k.seconds = k.wall = 0.0

@@ -1,0 +1,589 @@
+"""``dcoc.run``: execute a whole quantized model on the tuned accelerator.
+
+Pipeline (``docs/run.md``)::
+
+    ONNX model --tvm_plugin.frontend.load--> Relax (float)
+      --tvm_plugin.relax_quantize.find_layers--> the layers VTA runs (+ absorbed epilogues)
+      --calibrate (float TVM run, calibration inputs)--> ranges
+      --dcoc.runtime.quantize.quantize_layers--> power-of-two int8 parameters
+      --tvm_plugin.relax_quantize.rewrite--> integer Relax module
+      --tvm_plugin.byoc.build--> FuseOpsByPattern + offload to packed functions + tvm.compile
+      => one executable: CPU operators on llvm, each VTA layer on the dcoc simulator
+
+Every input sample runs twice through that executable: with the offloaded layers on the
+simulator (functional + timed), and with them computed by the independent integer
+reference (:mod:`dcoc.runtime.intref`); the outputs must agree bit for bit.  The float model
+runs under ONNX Runtime for the accuracy comparison (cosine similarity, top-1).
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dcoc.errors import ConfigError, DcocError
+
+__all__ = ["run", "RunResult", "Session", "InputError", "load_schedules", "load_inputs"]
+
+
+class InputError(DcocError):
+    """Model inputs (or calibration inputs) with a wrong name, shape or dtype."""
+
+
+# ============================================================================ inputs
+def load_inputs(source, what: str = "--inputs") -> dict:
+    """``{name: array}`` from a dict or an ``.npz`` file (one-line InputError otherwise)."""
+    if isinstance(source, dict):
+        return {str(k): np.asarray(v) for k, v in source.items()}
+    path = os.fspath(source)
+    if not os.path.exists(path):
+        raise InputError(f"{what} file '{path}' does not exist")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except Exception as exc:  # noqa: BLE001 - zipfile/pickle/format errors
+        raise InputError(f"{what} file '{path}' is not a numpy .npz archive "
+                         f"({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
+
+
+def split_samples(arrays: dict, shapes: dict, dtypes: dict, what: str = "--inputs") -> list[dict]:
+    """Check names/shapes/dtypes and split into samples.
+
+    Each array has the model input's exact shape (one sample) or an extra leading axis of
+    samples ``(N, *shape)``; every input must carry the same N.
+    """
+    names = list(shapes)
+    missing = [n for n in names if n not in arrays]
+    extra = [n for n in arrays if n not in shapes]
+    if extra or missing:
+        parts = []
+        if extra:
+            parts.append(f"unknown input name(s) {', '.join(map(repr, extra))}")
+        if missing:
+            parts.append(f"missing {', '.join(map(repr, missing))}")
+        raise InputError(f"{what}: {'; '.join(parts)}; the model's inputs are "
+                         + ", ".join(f"{n}:{'x'.join(map(str, shapes[n]))} {dtypes[n]}"
+                                     for n in names))
+    counts = {}
+    for n in names:
+        a = arrays[n]
+        want = tuple(shapes[n])
+        if a.dtype != np.dtype(dtypes[n]):
+            raise InputError(f"{what}: input '{n}' has dtype {a.dtype}, the model expects "
+                             f"{dtypes[n]} (convert with .astype('{dtypes[n]}'))")
+        if tuple(a.shape) == want:
+            counts[n] = None
+        elif a.ndim == len(want) + 1 and tuple(a.shape[1:]) == want and a.shape[0] > 0:
+            counts[n] = a.shape[0]
+        else:
+            raise InputError(f"{what}: input '{n}' has shape {'x'.join(map(str, a.shape))}, "
+                             f"the model expects {'x'.join(map(str, want))} (or N x that for "
+                             f"N samples)")
+    ns = {c for c in counts.values()}
+    if len(ns) > 1:
+        raise InputError(f"{what}: inputs carry different numbers of samples "
+                         f"({', '.join(f'{n}: {c or 1}' for n, c in counts.items())})")
+    n = ns.pop()
+    if n is None:
+        return [{k: np.ascontiguousarray(arrays[k]) for k in names}]
+    return [{k: np.ascontiguousarray(arrays[k][i]) for k in names} for i in range(n)]
+
+
+def _int_input_high(onnx_model, names) -> dict:
+    """For integer inputs feeding a Gather (embedding lookup): the table's row count."""
+    sizes = {t.name: list(t.dims) for t in onnx_model.graph.initializer}
+    out = {}
+    for node in onnx_model.graph.node:
+        if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] in names and \
+                node.input[0] in sizes and sizes[node.input[0]]:
+            out[node.input[1]] = min(out.get(node.input[1], 1 << 30), sizes[node.input[0]][0])
+    return out
+
+
+# ============================================================================ schedules
+def load_schedules(source) -> tuple[dict, Any]:
+    """``(schedules, hardware or None)`` from a dict, a TuneResult or a JSON file (a
+    ``dcoc tune --json`` / ``result.json`` file, or a plain ``{task: knobs}`` map)."""
+    import json
+
+    if source is None:
+        return {}, None
+    if hasattr(source, "schedules") and hasattr(source, "hardware"):
+        return dict(source.schedules or {}), source.hardware
+    if isinstance(source, dict):
+        data = source
+    else:
+        path = os.fspath(source)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except OSError as exc:
+            raise ConfigError(f"cannot read --schedules file '{path}': "
+                              f"{exc.strerror or exc}") from None
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--schedules file '{path}' is not valid JSON: {exc.msg} "
+                              f"(line {exc.lineno})") from None
+    hw = None
+    if isinstance(data, dict) and "schedules" in data:
+        if data.get("target") not in (None, "vta"):
+            raise ConfigError(f"--schedules: a result for target {data.get('target')!r} has no "
+                              "VTA schedules")
+        hw = data.get("hardware")
+        data = data["schedules"]
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise ConfigError("--schedules must map task names to knob dicts (or be a dcoc tune "
+                          "result JSON)")
+    return {str(k): dict(v) for k, v in data.items()}, hw
+
+
+def result_input_shapes(source) -> dict | None:
+    """The ``input_shapes`` a TuneResult / ``dcoc tune`` JSON was tuned at, else None."""
+    import json
+
+    if hasattr(source, "schedules") and hasattr(source, "hardware"):
+        shapes = getattr(source, "input_shapes", None)
+    elif isinstance(source, dict):
+        shapes = source.get("input_shapes")
+    elif isinstance(source, (str, os.PathLike)):
+        try:
+            with open(os.fspath(source), encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            return None  # load_schedules reports it
+        shapes = data.get("input_shapes") if isinstance(data, dict) else None
+    else:
+        return None
+    if not isinstance(shapes, dict) or not shapes:
+        return None
+    return {str(k): tuple(int(d) for d in v) for k, v in shapes.items()}
+
+
+def _resolve_hw(hardware, board):
+    from dcoc.vta import HWConfig
+
+    if hardware is None:
+        return HWConfig.preset("pynq" if board in (None, "pynq") else board)
+    from dcoc.targets import get
+
+    return get("vta").parse_hw(hardware, board)
+
+
+# ============================================================================ result
+@dataclass
+class RunResult:
+    """What :func:`run` returns (``to_json`` is what ``--json`` writes)."""
+
+    model: str
+    hardware: str
+    outputs: list
+    reference_outputs: list
+    float_outputs: list | None
+    bit_exact: bool
+    mismatches: int
+    cosine: float | None
+    top1_agreement: float | None
+    latency_ms: float
+    layers: list
+    cpu_layers: list
+    samples: int
+    quantization: list = field(default_factory=list)
+    wall_seconds: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"model": self.model, "hardware": self.hardware, "bit_exact": self.bit_exact,
+                "mismatches": self.mismatches, "cosine": self.cosine,
+                "top1_agreement": self.top1_agreement, "latency_ms": self.latency_ms,
+                "samples": self.samples, "layers": self.layers, "cpu_layers": self.cpu_layers,
+                "quantization": self.quantization,
+                "wall_seconds": {k: round(v, 3) for k, v in self.wall_seconds.items()},
+                "notes": self.notes}
+
+    def summary(self) -> str:
+        from dcoc.cli.common import render_table
+
+        rows = [[ly["layer"], ly["kind"], ly["cycles"], f"{ly['ms']:.3f}", ly["epilogue"],
+                 " ".join(f"{k}={v}" for k, v in ly["knobs"].items())
+                 + (" (default)" if ly["default"] else "")
+                 + (" (adapted)" if ly.get("note") else "")] for ly in self.layers]
+        out = [f"{self.model} on VTA {self.hardware}: {len(self.layers)} layer(s) on the "
+               f"simulator, {self.samples} input sample(s)",
+               render_table(["layer", "kind", "cycles", "ms", "epilogue", "schedule"], rows,
+                            {2, 3})]
+        if self.cpu_layers:
+            out.append("")
+            out.append("on the CPU (TVM llvm):")
+            out.append(render_table(["layer", "kind", "count", "why"],
+                                    [[c["layer"], c["kind"], c["count"], c["reason"]]
+                                     for c in self.cpu_layers], {2}))
+        out.append("")
+        out.append(f"accelerator time  {self.latency_ms:.3f} ms per inference (simulated)")
+        out.append(f"bit-exact         {'yes' if self.bit_exact else 'NO'} vs the independent "
+                   f"integer reference" + ("" if self.bit_exact else
+                                           f" ({self.mismatches} output values differ)"))
+        if self.cosine is not None:
+            t1 = "" if self.top1_agreement is None else \
+                f", top-1 agreement {self.top1_agreement * 100:.1f}%"
+            out.append(f"vs float (ORT)    cosine {self.cosine:.4f}{t1}")
+        w = self.wall_seconds
+        out.append("wall              " + ", ".join(f"{k} {v:.1f} s" for k, v in w.items()))
+        adapted = sorted({ly["layer"] for ly in self.layers if ly.get("note")})
+        if adapted:
+            out.append(f"note: {len(adapted)} layer(s) marked (adapted) use another tiling: "
+                       "their schedule does not fit the accumulator with the bias/residual "
+                       "(see --json layers[].note)")
+        for n in self.notes:
+            out.append(f"note: {n}")
+        return "\n".join(out)
+
+
+# ============================================================================ session
+class _Progress:
+    def __init__(self, total: int, enabled: bool):
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="layer", dynamic_ncols=True, leave=False,
+                            file=sys.stderr, mininterval=0, miniters=1)
+
+    def __call__(self, kernel, backend):
+        if self.bar is not None:
+            self.bar.set_description_str(f"{'simulator' if backend == 'sim' else 'reference'} "
+                                         f"{kernel.name}", refresh=False)
+            self.bar.update(1)
+
+    def stage(self, text: str):
+        if self.bar is not None:
+            self.bar.write(f"dcoc: {text}", file=sys.stderr)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+class Session:
+    """A model quantized and compiled for one hardware config and schedule set.
+
+    ``Session(model, hw, schedules, calibration=..., ...)`` loads, calibrates, quantizes,
+    partitions and compiles; :meth:`infer` runs one sample with ``backend="sim"`` or
+    ``"ref"``.
+    """
+
+    def __init__(self, model, hardware=None, schedules=None, *, calibration=None,
+                 calibration_samples: int = 4, board: str | None = "pynq",
+                 input_shapes: dict | None = None, seed: int = 0, build: bool = True):
+        from tvm_plugin.frontend import load
+
+        self.wall: dict[str, float] = {}
+        self.notes: list[str] = []
+        t0 = time.perf_counter()
+        scheds, hw_from = load_schedules(schedules)
+        self.hw = _resolve_hw(hardware if hardware is not None else hw_from, board)
+        self.model = load(model, input_shapes)
+        self.shapes = dict(self.model.input_shapes)
+        self.dtypes = dict(self.model.input_dtypes)
+        self.names = list(self.shapes)
+        self.tasks = self.model.tasks("vta")
+        known = {t.name for t in self.tasks}
+        unknown = sorted(set(scheds) - known)
+        if unknown:
+            raise ConfigError(f"--schedules names {len(unknown)} task(s) this model does not "
+                              f"have ({', '.join(unknown[:3])}{', ...' if len(unknown) > 3 else ''}"
+                              f"); tuned for another model or input size?")
+        self.schedules = scheds
+        self.wall["load"] = time.perf_counter() - t0
+        self._cal = (calibration, calibration_samples, seed)
+        self.exe = None
+        if build:
+            self.build()
+
+    def samples(self, inputs, what: str = "--inputs") -> list[dict]:
+        """Validated input samples (InputError on a wrong name, shape or dtype)."""
+        return split_samples(load_inputs(inputs, what), self.shapes, self.dtypes, what)
+
+    def build(self) -> None:
+        """Calibrate, quantize, partition, offload and compile (once)."""
+        from dcoc.runtime.offload import Offload
+        from dcoc.runtime.quantize import calibration_inputs, quantize_layers
+        from tvm_plugin import byoc, quantize as tq
+
+        if self.exe is not None:
+            return
+        calibration, calibration_samples, seed = self._cal
+        t0 = time.perf_counter()
+        self.graph = tq.find_layers(tq.prepare(self.model.mod), self.tasks)
+        if calibration is None:
+            high = _int_input_high(self.model.onnx, set(self.names))
+            cal = calibration_inputs(self.shapes, self.dtypes, int(calibration_samples), seed,
+                                     high, warn=True)
+            self.notes.append(f"calibrated on {len(cal)} random input(s) (no --calibration)")
+        elif isinstance(calibration, list):
+            cal = []
+            for c in calibration:
+                cal.extend(split_samples(load_inputs(c, "calibration"), self.shapes,
+                                         self.dtypes, "calibration"))
+        else:
+            cal = split_samples(load_inputs(calibration, "--calibration"), self.shapes,
+                                self.dtypes, "--calibration")
+        ranges = tq.calibrate(self.graph, cal, self.names)
+        self.qlayers, self.exps = quantize_layers(self.graph.layers, ranges)
+        qmod = tq.rewrite(self.graph, self.qlayers, self.exps)
+        self.wall["quantize"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        self.offload = Offload(self.hw, self.schedules, self.tasks)
+        self.exe = byoc.build(qmod, self.offload.kernel, self.names)
+        self.wall["build"] = time.perf_counter() - t0
+
+    def infer(self, sample: dict, backend: str = "sim") -> list:
+        self.offload.backend = backend
+        return self.exe.run(sample)
+
+    # ------------------------------------------------------------------ reports
+    def layer_rows(self, samples: int) -> list[dict]:
+        rows = []
+        for k in self.offload.kernels:
+            ep = k.epilogue
+            parts = (["bias"] if ep.bias else []) + (["residual"] if ep.residual else []) + \
+                [f"shift {ep.shift}{'r' if ep.round else ''}", f"clip[{ep.clip[0]},{ep.clip[1]}]"]
+            n = max(samples, 1)
+            rows.append({"layer": k.name, "kind": k.kind, "knobs": k.knobs,
+                         "default": k.default, "cycles": k.cycles // n,
+                         "ms": k.seconds / n * 1e3, "epilogue": "+".join(parts),
+                         "sim_wall_s": round(k.wall, 3), "note": k.note})
+        return rows
+
+    def cpu_rows(self) -> list[dict]:
+        rows = []
+        for t in self.tasks:
+            if t.device != "vta":
+                why = "first conv: kept in fp32 on the CPU" if t.kind == "conv2d" else \
+                    "grouped/depthwise conv: no VTA schedule" if "conv" in t.kind else \
+                    "not a VTA layer"
+                rows.append({"layer": t.name, "kind": t.kind, "count": t.weight, "reason": why})
+        found = {sp.name for sp in self.graph.layers}
+        for t in self.tasks:
+            if t.device == "vta" and t.name not in found:
+                rows.append({"layer": t.name, "kind": t.kind, "count": t.weight,
+                             "reason": "fell back: its graph pattern could not be quantized "
+                                       "(float on the CPU)"})
+        counts: dict = {}
+        for name, kind, reason in self.offload.refused:
+            key = (name, kind, reason)
+            counts[key] = counts.get(key, 0) + 1
+        for (name, kind, reason), c in counts.items():
+            rows.append({"layer": name, "kind": kind, "count": c,
+                         "reason": f"fell back to the CPU (int8 through TVM): {reason}"})
+        for op in getattr(self.tasks, "cpu_ops", []) or []:
+            rows.append({"layer": op.name, "kind": "other", "count": op.weight,
+                         "reason": "host op"})
+        return rows
+
+    def quant_rows(self) -> list[dict]:
+        return [{"layer": q.spec.name, "kind": q.spec.kind, "e_in": q.e_x, "e_weight": q.e_w,
+                 "e_out": q.e_y, "shift": q.shift, "clip": [q.clip_lo, q.clip_hi],
+                 "bias": q.qbias is not None, "residual_shift": q.res_shift
+                 if q.spec.residual is not None else None,
+                 "absorbed": q.spec.absorbed, "notes": q.notes} for q in self.qlayers]
+
+
+# ============================================================================ comparison
+def _float_outputs(model, samples: list[dict]) -> list[list] | None:
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    src = _ort_source(model)
+    sess = ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
+    return [[np.asarray(o) for o in sess.run(None, s)] for s in samples]
+
+
+def _ort_source(model):
+    """The ONNX model for ONNX Runtime: the file itself, or (when ``input_shapes``
+    changed a static input shape) a copy with those input dims and the inferred shapes
+    cleared."""
+    import onnx
+
+    declared = {}
+    for vi in model.onnx.graph.input:
+        dims = vi.type.tensor_type.shape.dim
+        declared[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
+    if all(declared.get(n) == tuple(s) for n, s in model.input_shapes.items()):
+        return model.path if model.path else model.onnx.SerializeToString()
+    proto = onnx.load(model.path) if model.path else model.onnx
+    m = onnx.ModelProto()
+    m.CopyFrom(proto)
+    for vi in m.graph.input:
+        if vi.name in model.input_shapes:
+            dims = vi.type.tensor_type.shape.dim
+            for d, v in zip(dims, model.input_shapes[vi.name]):
+                d.Clear()
+                d.dim_value = int(v)
+    del m.graph.value_info[:]
+    for vo in m.graph.output:
+        for d in vo.type.tensor_type.shape.dim:
+            d.Clear()
+            d.dim_param = "?"
+    return m.SerializeToString()
+
+
+def _cosine(a, b) -> float:
+    a = np.asarray(a, np.float64).ravel()
+    b = np.asarray(b, np.float64).ravel()
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if na == 0 or nb == 0:
+        return 1.0 if na == nb else 0.0
+    return float(a @ b / (na * nb))
+
+
+def _top1(a, b) -> tuple[int, int]:
+    a, b = np.asarray(a), np.asarray(b)
+    while a.ndim > 1 and a.shape[-1] == 1:  # [N, C, 1, 1] class scores
+        a, b = a[..., 0], b[..., 0]
+    if a.ndim == 0 or a.shape[-1] < 2:
+        return 0, 0
+    x = a.reshape(-1, a.shape[-1]).argmax(-1)
+    y = b.reshape(-1, b.shape[-1]).argmax(-1)
+    return int((x == y).sum()), int(x.size)
+
+
+# ============================================================================ run
+def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
+        calibration_samples: int = 4, board: str | None = "pynq",
+        input_shapes: dict | None = None, seed: int = 0, progress: bool = False,
+        compare_float: bool = True) -> RunResult:
+    """Run ``model`` quantized to int8 on the VTA simulator; see the module docstring.
+
+    hardware: an HWConfig, a preset/config name, a hardware dict, or a TuneResult (then
+        ``schedules`` defaults to its schedules); None: the schedules file's hardware, else
+        the pynq preset.
+    schedules: ``{task: knobs}``, a TuneResult, or a ``dcoc tune`` JSON file; layers
+        without a schedule use the default heuristic.
+    inputs: ``{input name: array}`` or an ``.npz`` path; each array is one sample of the
+        model's input shape or ``N`` samples stacked on a new leading axis.  None: one
+        random sample (with a warning).
+    calibration: like ``inputs`` (or a list of them); None: ``calibration_samples`` random
+        samples, with a :class:`dcoc.runtime.quantize.CalibrationWarning`.
+
+    Returns a :class:`RunResult`: ``outputs`` (simulator run; one array per model
+    output, samples stacked when several), ``bit_exact`` vs the integer reference,
+    ``cosine`` / ``top1_agreement`` vs ONNX Runtime's float outputs, ``latency_ms`` (the
+    simulated accelerator time of one inference), per-layer ``layers`` and
+    ``cpu_layers``.
+    """
+    if hardware is not None and hasattr(hardware, "schedules") and hasattr(hardware, "hardware"):
+        if schedules is None:
+            schedules = hardware
+        hardware = hardware.hardware
+    if input_shapes is None:  # tuned at another input size: the task names depend on it
+        input_shapes = result_input_shapes(schedules)
+    t_all = time.perf_counter()
+    if inputs is not None:  # a missing/corrupt file fails before the model is loaded
+        inputs = load_inputs(inputs)
+    if calibration is not None and not isinstance(calibration, (dict, list)):
+        calibration = load_inputs(calibration, "--calibration")
+    if progress:
+        print(f"dcoc: loading {model}", file=sys.stderr)
+    s = Session(model, hardware, schedules, calibration=calibration,
+                calibration_samples=calibration_samples, board=board,
+                input_shapes=input_shapes, seed=seed, build=False)
+    if inputs is not None:  # check them before the expensive part
+        samples = s.samples(inputs)
+        arrays = load_inputs(inputs)
+        stacked = any(arrays[n].ndim == len(s.shapes[n]) + 1 for n in s.names)
+    if progress:
+        print("dcoc: calibrating, quantizing and compiling (partition + offload + tvm.compile)",
+              file=sys.stderr)
+    s.build()
+    if inputs is None:
+        from dcoc.runtime.quantize import calibration_inputs
+
+        warnings.warn("no --inputs given: running one random input", UserWarning, stacklevel=2)
+        samples = calibration_inputs(s.shapes, s.dtypes, 1, seed + 1,
+                                     _int_input_high(s.model.onnx, set(s.names)), warn=False)
+        stacked = False
+        s.notes.append("ran one random input (no --inputs)")
+    n_k = len(s.offload.kernels)
+    bar = _Progress(2 * n_k * len(samples), progress)
+    s.offload.progress = bar
+    sim_out, ref_out = [], []
+    try:
+        t0 = time.perf_counter()
+        s.offload.reset()
+        for smp in samples:
+            sim_out.append(s.infer(smp, "sim"))
+        s.wall["simulate"] = time.perf_counter() - t0
+        rows = s.layer_rows(len(samples))
+        t0 = time.perf_counter()
+        for smp in samples:
+            ref_out.append(s.infer(smp, "ref"))
+        s.wall["reference"] = time.perf_counter() - t0
+    finally:
+        bar.close()
+        s.offload.progress = None
+    mism = sum(int(np.sum(a != b)) + (0 if a.shape == b.shape else 1)
+               for so, ro in zip(sim_out, ref_out) for a, b in zip(so, ro))
+    flt = None
+    cos = top1 = None
+    if compare_float:
+        t0 = time.perf_counter()
+        flt = _float_outputs(s.model, samples)
+        s.wall["onnxruntime"] = time.perf_counter() - t0
+        if flt is None:
+            s.notes.append("onnxruntime is not installed: no float comparison")
+        else:
+            cos = float(np.mean([_cosine(np.concatenate([o.ravel() for o in so]),
+                                         np.concatenate([o.ravel() for o in fo]))
+                                 for so, fo in zip(sim_out, flt)]))
+            agree = total = 0
+            for so, fo in zip(sim_out, flt):
+                a, t = _top1(so[0], fo[0])
+                agree, total = agree + a, total + t
+            top1 = agree / total if total else None
+    s.wall["total"] = time.perf_counter() - t_all
+
+    def stack(outs):
+        if not outs:
+            return []
+        if stacked:
+            return [np.stack([o[i] for o in outs]) for i in range(len(outs[0]))]
+        return list(outs[0])
+
+    latency = sum(r["ms"] for r in rows)
+    return RunResult(
+        model=s.model.name, hardware=s.hw.name, outputs=stack(sim_out),
+        reference_outputs=stack(ref_out), float_outputs=stack(flt) if flt else None,
+        bit_exact=mism == 0, mismatches=mism, cosine=cos, top1_agreement=top1,
+        latency_ms=latency if math.isfinite(latency) else float("nan"), layers=rows,
+        cpu_layers=s.cpu_rows(), samples=len(samples), quantization=s.quant_rows(),
+        wall_seconds=dict(s.wall), notes=list(s.notes))
+
+
+def vta_runner(result, calibration=None, input_shapes: dict | None = None):
+    """A callable ``inputs -> [outputs]`` for a VTA :class:`~dcoc.results.result.TuneResult`:
+    the quantized model with the result's schedules on its hardware (simulator backend);
+    what ``TuneResult.run`` uses."""
+    if input_shapes is None:
+        input_shapes = getattr(result, "input_shapes", None)
+    s = Session(result.model, result.hardware, result, calibration=calibration,
+                board=result.board or "pynq", input_shapes=input_shapes)
+
+    def runner(inputs: dict) -> list:
+        samples = split_samples(load_inputs(inputs), s.shapes, s.dtypes, "inputs")
+        outs = [s.infer(smp, "sim") for smp in samples]
+        if len(samples) == 1 and all(np.asarray(inputs[n]).shape == tuple(s.shapes[n])
+                                     for n in s.names):
+            return outs[0]
+        return [np.stack([o[i] for o in outs]) for i in range(len(outs[0]))]
+
+    runner.session = s
+    return runner

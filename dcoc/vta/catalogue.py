@@ -1,0 +1,114 @@
+"""Benchmark-only material: the ResNet-18 layer catalogue (C2..C11) and exhaustive tables.
+
+Used by ``dcoc tune-task C2``, the ``scripts/`` benchmarks and tests -- never by the
+tuners or drivers themselves.
+
+* :data:`RESNET18_CONV`, :func:`resnet18_layer` -- ResNet-18's VTA conv layers;
+* :func:`exhaustive` -- every schedule of a layer simulated once, cached on disk
+  (keyed by :func:`timing_model_tag`, so a change of the timing model invalidates it);
+  measure with :class:`dcoc.search.measure.TableMeasurer`.
+"""
+from __future__ import annotations
+
+from dcoc.search.space import Space
+
+
+def _vta():
+    import dcoc.vta as vta
+
+    return vta
+
+
+def _epilogue(epilogue):
+    from dcoc.vta.spaces import _epilogue as ep
+
+    return ep(epilogue)
+
+
+def sw_space(wl, hw, epilogue="default"):
+    from dcoc.vta.spaces import sw_space as sp
+
+    return sp(wl, hw, epilogue)
+
+
+#: ResNet-18's VTA conv layers C2..C11 (vta-reference §4.2): (H=W, CI, CO, K, S, count)
+RESNET18_CONV = {
+    "C2": (56, 64, 64, 3, 1, 4), "C3": (56, 64, 128, 3, 2, 1), "C4": (56, 64, 128, 1, 2, 1),
+    "C5": (28, 128, 128, 3, 1, 3), "C6": (28, 128, 256, 3, 2, 1), "C7": (28, 128, 256, 1, 2, 1),
+    "C8": (14, 256, 256, 3, 1, 3), "C9": (14, 256, 512, 3, 2, 1), "C10": (14, 256, 512, 1, 2, 1),
+    "C11": (7, 512, 512, 3, 1, 3),
+}
+
+
+def resnet18_layer(name: str):
+    """The Conv2DWorkload of ResNet-18 layer ``C2`` .. ``C11``."""
+    from dcoc.errors import DcocError
+
+    key = name.upper()
+    if key not in RESNET18_CONV:
+        raise DcocError(f"unknown ResNet-18 layer '{name}'; choose from {', '.join(RESNET18_CONV)}")
+    h, ci, co, k, s, _ = RESNET18_CONV[key]
+    return _vta().Conv2DWorkload(batch=1, height=h, width=h, in_channels=ci, out_channels=co,
+                                 kernel=(k, k), stride=(s, s), padding=(k // 2, k // 2))
+
+
+def cache_root(name: str) -> str:
+    """``$DCOC_CACHE/name`` (else ``$XDG_CACHE_HOME/dcoc/name``, else ``~/.cache/dcoc/name``):
+    caches of simulated times (:func:`dcoc.paths.cache_root`)."""
+    from dcoc.paths import cache_root as _root
+
+    return _root(name)
+
+
+def timing_model_tag(epilogue="default") -> str:
+    """A short hash of the timing constants, the simulator's source and ``epilogue``:
+    caches of simulated times are keyed by it, so any change of the timing model
+    invalidates them."""
+    import hashlib
+    import json
+    import os
+    from dataclasses import asdict
+
+    vta = _vta()
+    from dcoc.vta.simulator import DEFAULT_TIMING
+
+    h = hashlib.sha256(json.dumps(asdict(DEFAULT_TIMING), sort_keys=True, default=str).encode())
+    src = os.path.dirname(vta.__file__)
+    for fname in sorted(os.listdir(src)):  # the simulator's code is part of the key
+        if fname.endswith(".py"):
+            with open(os.path.join(src, fname), "rb") as f:
+                h.update(f.read())
+    h.update(repr(_epilogue(epilogue)).encode())
+    return h.hexdigest()[:12]
+
+
+def exhaustive(wl, hw, cache_dir: str | None = None, epilogue="default") -> dict:
+    """Simulate every point of ``wl``'s schedule space on ``hw``: ``{config key: seconds | None}``.
+
+    Cached as JSON under ``cache_dir`` (default ``$DCOC_CACHE/exhaustive`` or
+    ``~/.cache/dcoc/exhaustive``), keyed by workload, hardware and
+    :func:`timing_model_tag`.
+    """
+    import json
+    import os
+
+    vta = _vta()
+    root = cache_dir or cache_root("exhaustive")
+    ep = _epilogue(epilogue)
+    tag = timing_model_tag(epilogue)
+    path = os.path.join(root, f"{wl.name}@{hw.name}@{tag}.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            rows = json.load(f)
+        return {tuple((k, v) for k, v in r[0]): r[1] for r in rows}
+    sp = sw_space(wl, hw)
+    table = {}
+    for cfg in sp:
+        r = vta.simulate(wl, hw, cfg, epilogue=ep)
+        table[Space.key(cfg)] = float(r.seconds) if r.valid else None
+    os.makedirs(root, exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump([[list(map(list, k)), v] for k, v in table.items()], f)
+    os.replace(tmp, path)
+    return table

@@ -1,0 +1,315 @@
+"""VTA search spaces and tasks: the adapter between :mod:`dcoc.vta` and the tuners.
+
+* :func:`hw_space` -- the hardware knobs (GEMM core and buffer sizes) under a board's
+  resource budget.
+* :func:`sw_space` -- one workload's schedule knobs on one hardware config, with the
+  buffer-fit constraints the compiler would reject, and VTA-aware cost-model features.
+* :func:`vta_task` -- a software-only :class:`~dcoc.search.tuning_task.TuningTask`.
+* :func:`joint_task` -- hardware + software knobs of one workload in one space.
+* :func:`simulate_config` -- measure one config on the timing simulator.
+
+Features (for every model-based tuner alike): log2 knob values, the workload/hardware
+descriptor, and derived quantities of the TOPI-VTA loop nest -- tiles, reduction steps,
+per-tile buffer footprints and buffer occupancy, estimated DRAM traffic, and
+compute-to-traffic ratio (the "itervar"-style features AutoTVM derived from the loop AST).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dcoc.search.space import Knob, Space
+from dcoc.search.tuning_task import TuningTask
+
+#: hardware knobs in the order the hardware agent sees them, with their default ranges
+HW_RANGES = {
+    "batch": (1, 2, 4),
+    "block_in": (8, 16, 32),
+    "block_out": (8, 16, 32),
+    "log_uop_buff": (14, 15, 16),
+    "log_inp_buff": (14, 15, 16, 17),
+    "log_wgt_buff": (16, 17, 18, 19),
+    "log_acc_buff": (15, 16, 17, 18),
+}
+HW_KNOBS = tuple(HW_RANGES)
+
+
+def _vta():
+    import dcoc.vta as vta
+
+    return vta
+
+
+def make_hw(values: dict, board) -> "object":
+    """HWConfig from hardware-knob values at the board's bus width and the clock the board
+    achieves for that core (:meth:`dcoc.vta.config.Board.clock_mhz`)."""
+    vta = _vta()
+    hw = vta.HWConfig(**{k: int(values[k]) for k in HW_KNOBS},
+                      freq_mhz=board.freq_mhz, bus_bytes=board.bus_bytes)
+    # the achievable clock of this core on the board (tree depth, congestion)
+    return board.realize(hw) if hasattr(board, "realize") else hw
+
+
+def hw_space(board="pynq", ranges: dict | None = None) -> Space:
+    """Hardware knobs constrained to configs that are valid and fit ``board``."""
+    from dcoc.errors import DcocError
+
+    vta = _vta()
+    bd = vta.BOARDS[board] if isinstance(board, str) else board
+    ranges = ranges or HW_RANGES
+    knobs = [Knob(k, tuple(ranges[k]), "hw") for k in HW_KNOBS]
+    cache: dict = {}
+
+    def fits(cfg):
+        key = tuple(cfg[k] for k in HW_KNOBS)
+        if key not in cache:
+            try:
+                hw = make_hw(cfg, bd)
+                v = bd.violations(hw)
+                cache[key] = "; ".join(v) if v else None
+            except DcocError as exc:
+                cache[key] = str(exc)
+        return cache[key]
+
+    return Space(knobs, [fits], {"board_bram": bd.bram36, "board_dsp": bd.dsp, "board_lut": bd.lut},
+                 name=f"hw[{bd.name}]")
+
+
+def feasible_hw(board="pynq", ranges: dict | None = None) -> list:
+    """Every hardware config of :func:`hw_space` that fits the board."""
+    s = hw_space(board, ranges)
+    vta = _vta()
+    bd = vta.BOARDS[board] if isinstance(board, str) else board
+    return [make_hw(c, bd) for c in s if s.is_valid(c)]
+
+
+# --------------------------------------------------------------------------- software
+def _descriptor(wl, hw) -> dict:
+    vta = _vta()
+    if isinstance(wl, vta.Conv2DWorkload):
+        d = {"H": wl.height, "W": wl.width, "CI": wl.in_channels, "CO": wl.out_channels,
+             "KH": wl.kernel[0], "KW": wl.kernel[1], "S": wl.stride[0], "OH": wl.out_height,
+             "OW": wl.out_width}
+    else:
+        d = {"N": wl.batch, "K": wl.in_features, "M": wl.out_features}
+    d.update({"batch": hw.batch, "block_in": hw.block_in, "block_out": hw.block_out,
+              "inp_depth": hw.inp_depth, "wgt_depth": hw.wgt_depth, "acc_depth": hw.acc_depth,
+              "uop_depth": hw.uop_depth, "bus": hw.bus_bytes})
+    return d
+
+
+def _vals(space: Space, points: np.ndarray, name: str) -> np.ndarray:
+    k = space.knob(name)
+    return np.asarray(k.choices, dtype=np.float64)[points[:, space.names.index(name)]]
+
+
+def _conv_features(wl, hw):
+    """Derived TOPI-VTA loop-nest features of a conv2d schedule (vectorised)."""
+    OH, OW = wl.out_height, wl.out_width
+    CI_b = math.ceil(wl.in_channels / hw.block_in)
+    CO_b = math.ceil(wl.out_channels / hw.block_out)
+    KH, KW = wl.kernel
+    SH, SW = wl.stride
+    macs_ideal = wl.macs / (hw.batch * hw.block_in * hw.block_out)
+
+    def fn(space, points):
+        th, tw = _vals(space, points, "tile_h"), _vals(space, points, "tile_w")
+        tci, tco = _vals(space, points, "tile_ci"), _vals(space, points, "tile_co")
+        nctx = _vals(space, points, "oc_nthread") * _vals(space, points, "h_nthread")
+        tiles = (OH / th) * (OW / tw) * (CO_b / tco)
+        steps = CI_b / tci
+        inp = tci * ((th - 1) * SH + KH) * ((tw - 1) * SW + KW)
+        wgt = tco * tci * KH * KW
+        acc = tco * th * tw
+        traffic = tiles * steps * (inp * hw.inp_elem_bytes + wgt * hw.wgt_elem_bytes) \
+            + tiles * acc * hw.out_elem_bytes
+        gemm_insns = tiles * steps
+        cols = [tiles, steps, inp, wgt, acc, nctx,
+                inp * nctx / hw.inp_depth, wgt * nctx / hw.wgt_depth, acc * nctx / hw.acc_depth,
+                traffic, macs_ideal / np.maximum(traffic, 1), gemm_insns, tw, th * tw]
+        return np.log2(np.maximum(np.stack(cols, axis=1), 1e-6))
+
+    return fn
+
+
+def _dense_features(wl, hw):
+    N_b = math.ceil(wl.batch / hw.batch)
+    K_b = math.ceil(wl.in_features / hw.block_in)
+    M_b = math.ceil(wl.out_features / hw.block_out)
+    macs_ideal = wl.macs / (hw.batch * hw.block_in * hw.block_out)
+
+    def fn(space, points):
+        tb, tci = _vals(space, points, "tile_b"), _vals(space, points, "tile_ci")
+        tco, nctx = _vals(space, points, "tile_co"), _vals(space, points, "oc_nthread")
+        tiles = (N_b / tb) * (M_b / tco)
+        steps = K_b / tci
+        inp, wgt, acc = tb * tci, tco * tci, tb * tco
+        traffic = tiles * steps * (inp * hw.inp_elem_bytes + wgt * hw.wgt_elem_bytes) \
+            + tiles * acc * hw.out_elem_bytes
+        cols = [tiles, steps, inp, wgt, acc, nctx, inp * nctx / hw.inp_depth,
+                wgt * nctx / hw.wgt_depth, acc * nctx / hw.acc_depth, traffic,
+                macs_ideal / np.maximum(traffic, 1), tiles * steps, tb, tco]
+        return np.log2(np.maximum(np.stack(cols, axis=1), 1e-6))
+
+    return fn
+
+
+def _epilogue(epilogue):
+    """``"default"``/None -> VTA's requantization (shift 8, clip); an Epilogue as is."""
+    from dcoc.vta.workloads import DEFAULT_EPILOGUE
+
+    return DEFAULT_EPILOGUE if epilogue in (None, "default") else epilogue
+
+
+def fit_reason(wl, hw, knobs: dict, epilogue="default") -> str | None:
+    """Why the compiler rejects a schedule (SRAM/uop-cache/field overflow), or None.
+
+    This plans the loop nest (no instruction stream, no simulation): ~0.5 ms.
+    """
+    from dcoc.vta.compiler import PlanError, make_plan
+
+    try:
+        make_plan(wl, hw, knobs, _epilogue(epilogue))
+    except PlanError as exc:
+        return str(exc)
+    return None
+
+
+def _memo_fit(wl, hw, epilogue="default"):
+    cache: dict = {}
+
+    def check(cfg):
+        key = tuple(sorted(cfg.items()))
+        if key not in cache:
+            cache[key] = fit_reason(wl, hw, cfg, epilogue)
+        return cache[key]
+
+    return check
+
+
+def sw_space(wl, hw, epilogue="default") -> Space:
+    """The schedule knobs of ``wl`` on ``hw`` (TOPI-VTA template), with buffer-fit checks
+    for the fused ``epilogue`` (a bias or residual takes ACC space too)."""
+    vta = _vta()
+    choices = vta.conv2d_space(wl, hw) if isinstance(wl, vta.Conv2DWorkload) else vta.dense_space(wl, hw)
+    group = {"tile_h": "tile", "tile_w": "tile", "tile_ci": "tile", "tile_co": "tile", "tile_b": "tile",
+             "oc_nthread": "thread", "h_nthread": "thread"}
+    knobs = [Knob(k, tuple(v), group.get(k, "schedule")) for k, v in choices.items()]
+    cons = [_memo_fit(wl, hw, epilogue)]
+    feat = _conv_features(wl, hw) if isinstance(wl, vta.Conv2DWorkload) else _dense_features(wl, hw)
+    return Space(knobs, cons, _descriptor(wl, hw), name=f"{wl.name}@{hw.name}", feature_fn=feat)
+
+
+def workload_key(wl, epilogue="default") -> str:
+    """Records key of a VTA workload (the epilogue is part of it unless it is the default)."""
+    ep = _epilogue(epilogue)
+    from dcoc.vta.workloads import DEFAULT_EPILOGUE
+
+    if ep == DEFAULT_EPILOGUE:
+        return f"vta:{wl.name}"
+    tag = "".join(t for t, on in (("b", ep.bias), ("r", ep.residual), ("n", ep.round)) if on)
+    return f"vta:{wl.name}:ep{tag}s{ep.shift}c{'' if ep.clip is None else '%d_%d' % ep.clip}"
+
+
+def vta_task(wl, hw, name: str | None = None, epilogue="default") -> TuningTask:
+    """A software-only tuning task: ``wl``'s schedule on the fixed hardware ``hw``.
+
+    ``epilogue``: the fused ALU epilogue simulated with every schedule ("default" = shift
+    8 + clip; model layers use :data:`dcoc.vta.report.MODEL_EPILOGUE`, with the bias)."""
+    space = sw_space(wl, hw, epilogue)
+
+    def defaults():
+        from dcoc.errors import DcocError
+
+        try:
+            k = _vta().default_knobs(wl, hw)
+        except DcocError:
+            return []
+        return [k] if k is not None and space.is_valid(k) else []
+
+    return TuningTask(
+        name=name or wl.name, space=space, target="vta",
+        workload_key=workload_key(wl, epilogue),
+        flop=float(wl.flops), hw_name=hw.name, payload={"workload": wl, "hw": hw, "epilogue": epilogue},
+        defaults=defaults,
+    )
+
+
+def joint_task(wl, board="pynq", ranges: dict | None = None, name: str | None = None) -> TuningTask:
+    """Hardware and software knobs of one workload in one space.
+
+    Software choices are the union over the hardware options (e.g. ``tile_ci`` over the
+    divisors of CI/8, CI/16 and CI/32); a constraint rejects choices that do not divide
+    the chosen hardware's axis, and the board budget rejects infeasible hardware.
+    """
+    vta = _vta()
+    bd = vta.BOARDS[board] if isinstance(board, str) else board
+    hs = hw_space(bd, ranges)
+    ranges = {k.name: k.choices for k in hs.knobs}
+    union: dict = {}
+    for bi in ranges["block_in"]:
+        for bo in ranges["block_out"]:
+            for b in ranges["batch"]:
+                hw = vta.HWConfig(batch=b, block_in=bi, block_out=bo, freq_mhz=bd.freq_mhz,
+                                  bus_bytes=bd.bus_bytes)
+                sp = vta.conv2d_space(wl, hw) if isinstance(wl, vta.Conv2DWorkload) else vta.dense_space(wl, hw)
+                for k, v in sp.items():
+                    union.setdefault(k, set()).update(v)
+    group = {"oc_nthread": "thread", "h_nthread": "thread"}
+    sw_knobs = [Knob(k, tuple(sorted(v)), group.get(k, "tile")) for k, v in union.items()]
+    hw_of = {}
+
+    def hw_for(cfg):
+        key = tuple(cfg[k] for k in HW_KNOBS)
+        if key not in hw_of:
+            hw_of[key] = make_hw(cfg, bd)
+        return hw_of[key]
+
+    def sw_ok(cfg):
+        reason = hs.check({k: cfg[k] for k in HW_KNOBS})
+        if reason:
+            return reason
+        hw = hw_for(cfg)
+        sw = {k.name: cfg[k.name] for k in sw_knobs}
+        from dcoc.vta.workloads import check_knobs
+
+        return check_knobs(wl, hw, sw) or fit_reason(wl, hw, sw)
+
+    space = Space(list(hs.knobs) + sw_knobs, [sw_ok], {}, name=f"{wl.name}@{bd.name}")
+    return TuningTask(
+        name=name or wl.name, space=space, target="vta", workload_key=workload_key(wl),
+        flop=float(wl.flops), hw_name=None, payload={"workload": wl, "board": bd, "epilogue": "default"},
+        hw_knobs=HW_KNOBS, hw_namer=lambda part: make_hw(part, bd).name,
+    )
+
+
+def simulate_config(task: TuningTask, config: dict):
+    """Simulate one config: ``(seconds, info)`` or ``(None, {"reason": ...})`` if invalid."""
+    vta = _vta()
+    p = task.payload
+    wl = p["workload"]
+    if task.hw_knobs:
+        hw = make_hw(config, p["board"])
+        knobs = {k: v for k, v in config.items() if k not in task.hw_knobs}
+    else:
+        hw, knobs = p["hw"], config
+    r = vta.simulate(wl, hw, knobs, epilogue=_epilogue(p.get("epilogue")))
+    if not r.valid:
+        return None, {"reason": r.reason}
+    return float(r.seconds), {"cycles": int(r.cycles), "gops": float(r.gops),
+                              "utilization": float(r.utilization)}
+
+
+# compatibility: the benchmark catalogue and exhaustive tables live in dcoc.vta.catalogue,
+# workload specs in dcoc.vta.target
+def __getattr__(name):
+    if name in ("RESNET18_CONV", "resnet18_layer", "exhaustive", "cache_root", "timing_model_tag"):
+        import dcoc.vta.catalogue
+
+        return getattr(dcoc.vta.catalogue, name)
+    if name == "parse_workload":
+        from dcoc.vta.target import parse_workload
+
+        return parse_workload
+    raise AttributeError(f"module 'dcoc.vta.spaces' has no attribute {name!r}")

@@ -1,0 +1,255 @@
+"""The VTA-style accelerator as a :class:`~dcoc.targets.target.Target`.
+
+A thin wrapper over :mod:`dcoc.vta` (hardware model, compiler, simulator, boards) and
+:mod:`dcoc.vta.spaces` (spaces, tasks, features): nothing here re-implements them.
+"""
+from __future__ import annotations
+
+from dcoc.errors import ConfigError, DcocError
+from dcoc.targets.target import Layer, Target
+
+#: software slots of the joint state; dense knobs map onto the conv slots
+SLOTS = ("tile_h", "tile_w", "tile_ci", "tile_co", "oc_nthread", "h_nthread")
+DENSE_SLOT = {"tile_b": 0, "tile_ci": 2, "tile_co": 3, "oc_nthread": 4}
+
+
+class VTATarget(Target):
+    name = "vta"
+    label = "VTA"
+    description = "VTA-style accelerator (GEMM core + SRAM buffers) on the cycle-level simulator"
+    default_board = "pynq"
+    core_knobs = ("batch", "block_in", "block_out")
+    fit_knobs = ("log_uop_buff", "log_inp_buff", "log_wgt_buff", "log_acc_buff")
+    slots = SLOTS
+    shrink_order = ("tile_h", "tile_co", "tile_w", "tile_b", "tile_ci")
+
+    def __init__(self):
+        from dcoc.vta.spaces import HW_KNOBS
+        from dcoc.vta import BOARDS
+
+        self.boards = BOARDS
+        self.hw_knobs = HW_KNOBS
+
+    # ---------------------------------------------------------------- hardware
+    def board(self, name):
+        if isinstance(name, str):
+            from dcoc.vta import get_board
+
+            return get_board(name)
+        return name
+
+    def hw_space(self, board, ranges=None):
+        from dcoc.vta.spaces import hw_space
+
+        return hw_space(self.board(board), ranges)
+
+    def make_hw(self, values, board):
+        from dcoc.vta.spaces import make_hw
+
+        return make_hw(values, self.board(board))
+
+    def baseline_hw(self, board):
+        from dcoc.vta import HWConfig
+
+        bd = self.board(board)
+        return HWConfig.preset("pynq") if bd.name == "pynq" else bd.default_hw()
+
+    def baseline_label(self, board) -> str:
+        bd = self.board(board)
+        return ("pynq preset" if bd.name == "pynq" else f"{bd.name} default 1x16x16") + " + default schedules"
+
+    def parse_hw(self, spec, board=None):
+        """An HWConfig from a config, a preset or config name (a name without
+        ``_<F>MHz_bus<B>`` takes ``board``'s clock and bus), or a dict of HWConfig fields."""
+        from dcoc.vta import HWConfig
+
+        if spec is None or isinstance(spec, HWConfig):
+            return spec
+        if isinstance(spec, str):
+            bname = board if isinstance(board, str) or board is None else board.name
+            return HWConfig.parse(spec, board=bname)
+        if isinstance(spec, dict):
+            try:
+                return HWConfig(**{k: v for k, v in spec.items() if k != "name"})
+            except TypeError as exc:
+                raise ConfigError(f"bad hardware dict: {exc}") from None
+        raise ConfigError(f"hardware must be an HWConfig, a preset/config name or a dict, "
+                          f"got {type(spec).__name__}")
+
+    def violations(self, hw, board):
+        bd = self.board(board)
+        problems = list(bd.violations(hw))
+        if hw.freq_mhz > bd.freq_mhz:
+            problems.append(f"clock {hw.freq_mhz:g} MHz > {bd.freq_mhz:g} MHz of {bd.name}")
+        elif hw.freq_mhz > bd.clock_mhz(hw):
+            problems.append(f"clock {hw.freq_mhz:g} MHz > {bd.clock_mhz(hw):g} MHz this core "
+                            f"achieves on {bd.name} (adder-tree depth / LUT congestion model)")
+        if hw.bus_bytes > bd.bus_bytes:
+            problems.append(f"{hw.bus_bytes}-byte bus > {bd.bus_bytes}-byte bus of {bd.name}")
+        return problems
+
+    def resources(self, hw, board):
+        return self.board(board).usage(hw)
+
+    def describe_hw(self, hw, board):
+        r = self.resources(hw, board)
+        return (f"{hw.name}  ({hw.batch}x{hw.block_in}x{hw.block_out} GEMM, {hw.freq_mhz:g} MHz, "
+                f"{hw.bus_bytes} B bus; BRAM36 {r.get('bram36', '?')}, DSP {r.get('dsp', '?')}, "
+                f"LUT {r.get('lut', '?')} on {self.board(board).name})")
+
+    # ---------------------------------------------------------------- workloads
+    def layers(self, tasks):
+        from dcoc.vta import workload_from_task
+
+        layers, cpu = [], []
+        for t in tasks:
+            if getattr(t, "device", "vta") != "vta":
+                cpu.append((t.name, t.kind, int(t.weight)))
+                continue
+            wl, reps = workload_from_task(t)
+            kind = "conv2d" if t.kind == "conv2d" else "dense"
+            layers.append(Layer(t.name, wl, int(t.weight) * int(reps), kind))
+        for t in getattr(tasks, "cpu_ops", []) or []:
+            cpu.append((t.name, t.kind, int(t.weight)))
+        return layers, cpu
+
+    def workload(self, spec):
+        from dcoc.vta import Conv2DWorkload, DenseWorkload, workload_from_task
+
+        if isinstance(spec, (Conv2DWorkload, DenseWorkload)):
+            return spec
+        if isinstance(spec, str):
+            return parse_workload(spec)
+        return workload_from_task(spec)[0]
+
+    def layer(self, workload, name=None):
+        from dcoc.vta import Conv2DWorkload
+
+        wl = self.workload(workload)
+        return Layer(name or wl.name, wl, 1, "conv2d" if isinstance(wl, Conv2DWorkload) else "dense",
+                     epilogue="default")
+
+    def model_epilogue(self):
+        """Model layers fuse the bias add into the ALU epilogue (:data:`dcoc.vta.report.MODEL_EPILOGUE`)."""
+        from dcoc.vta.report import MODEL_EPILOGUE
+
+        return MODEL_EPILOGUE
+
+    def workload_key(self, layer):
+        from dcoc.vta.spaces import workload_key
+
+        return workload_key(layer.workload, layer.epilogue)
+
+    def sw_space(self, layer, hw):
+        from dcoc.vta.spaces import sw_space
+
+        return sw_space(layer.workload, hw, layer.epilogue)
+
+    def task(self, layer, hw):
+        from dcoc.vta.spaces import vta_task
+
+        return vta_task(layer.workload, hw, name=layer.name, epilogue=layer.epilogue)
+
+    def default_schedule(self, layer, hw, space=None):
+        """:func:`dcoc.vta.default_knobs` if it is valid in ``space`` (the heuristic ignores
+        the model epilogue's ACC use, so it may not fit; None then)."""
+        from dcoc.vta import default_knobs
+
+        space = space if space is not None else self.sw_space(layer, hw)
+        try:
+            k = default_knobs(layer.workload, hw)
+        except DcocError:
+            return None
+        return k if k is not None and space.is_valid(k) else None
+
+    def ideal_seconds(self, layer, hw):
+        return layer.workload.macs / (hw.batch * hw.block_in * hw.block_out) / (hw.freq_mhz * 1e6)
+
+    def bound_seconds(self, layer, hw):
+        """GEMM micro-ops of the padded work (batch, input and output channels rounded up
+        to BATCH, BLOCK_IN, BLOCK_OUT), one per cycle."""
+        from dcoc.vta.workloads import _ceil
+
+        wl = layer.workload
+        if layer.kind == "dense":
+            n, ci, co, rest = wl.batch, wl.in_features, wl.out_features, 1
+        else:
+            n, ci, co = wl.batch, wl.in_channels, wl.out_channels
+            rest = wl.out_height * wl.out_width * wl.kernel[0] * wl.kernel[1]
+        uops = _ceil(n, hw.batch) * _ceil(ci, hw.block_in) * _ceil(co, hw.block_out) * rest
+        return uops / (hw.freq_mhz * 1e6)
+
+    def measurer(self, n_workers=None):
+        from dcoc.search.measure import VTASimMeasurer
+
+        return VTASimMeasurer(n_workers=n_workers)
+
+    # ------------------------------------------------------- co-design helpers
+    def slot(self, layer, knob):
+        return DENSE_SLOT[knob] if layer.kind == "dense" else SLOTS.index(knob)
+
+    def sw_union(self, layer, hs):
+        from types import SimpleNamespace
+
+        from dcoc.vta import space_for
+
+        u = [set() for _ in SLOTS]
+        for b in hs.knob("batch").choices:
+            for bi in hs.knob("block_in").choices:
+                for bo in hs.knob("block_out").choices:
+                    core = SimpleNamespace(batch=b, block_in=bi, block_out=bo)
+                    for name, vals in space_for(layer.workload, core).items():
+                        u[self.slot(layer, name)].update(vals)
+        return [tuple(sorted(s)) if s else (1,) for s in u]
+
+    def descriptor(self, layer):
+        wl = layer.workload
+        if layer.kind == "conv2d":
+            return [wl.height, wl.width, wl.in_channels, wl.out_channels, wl.kernel[0], wl.kernel[1],
+                    wl.stride[0], wl.out_height, wl.out_width]
+        return [wl.batch, 1, wl.in_features, wl.out_features, 1, 1, 1, wl.batch, 1]
+
+    def transfer(self, layer, src_hw, src_knobs, hw, space):
+        out = super().transfer(layer, src_hw, src_knobs, hw, space) if src_knobs is not None else None
+        if out is None:  # the heuristic, as is (it may not fit the epilogue; measured anyway)
+            from dcoc.vta import default_knobs
+
+            try:
+                out = default_knobs(layer.workload, hw)
+            except DcocError:
+                out = None
+        return out
+
+    def scale_knob(self, name, value, src_hw, hw):
+        if name == "tile_ci":
+            return value * src_hw.block_in / hw.block_in
+        if name == "tile_co":
+            return value * src_hw.block_out / hw.block_out
+        if name == "tile_b":
+            return value * src_hw.batch / hw.batch
+        return value
+
+
+def parse_workload(spec: str):
+    """A workload from a CLI spec: ``C2`` (ResNet-18 layer), ``conv:H,W,CI,CO,K,S,P`` or
+    ``dense:N,K,M`` (rows, in features, out features)."""
+    from dcoc.errors import DcocError
+
+    import dcoc.vta as vta
+    from dcoc.vta.catalogue import RESNET18_CONV, resnet18_layer
+
+    s = spec.strip()
+    if s.upper() in RESNET18_CONV:
+        return resnet18_layer(s)
+    kind, _, nums = s.partition(":")
+    try:
+        v = [int(x) for x in nums.replace("x", ",").split(",") if x.strip()]
+    except ValueError:
+        v = []
+    if kind == "conv" and len(v) == 7:
+        h, w, ci, co, k, st, p = v
+        return vta.Conv2DWorkload(batch=1, height=h, width=w, in_channels=ci, out_channels=co,
+                                  kernel=(k, k), stride=(st, st), padding=(p, p))
+    if kind == "dense" and len(v) == 3:
+        return vta.DenseWorkload(batch=v[0], in_features=v[1], out_features=v[2])
+    raise DcocError(f"bad workload '{spec}': expected C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")

@@ -1,0 +1,586 @@
+"""Tune a whole model for an llvm/cuda target with MetaSchedule and a dcoc search strategy.
+
+:func:`tune_model` is what ``dcoc.tune(model, target="llvm")`` and ``dcoc tune MODEL
+--target llvm`` call::
+
+    from tvm_plugin.metaschedule.tuning import tune_model
+    r = tune_model("light_resnet", "llvm", trials=256, tuner="dcoc", seed=0, work_dir="wd")
+    r.latency_ms, r.baseline_latency_ms, r.run({"input": x})
+
+Steps: import (``tvm_plugin.frontend.load``) -> legalize + fuse -> extract the MetaSchedule
+tasks -> ``ms.tune_tasks`` with a :class:`~tvm_plugin.metaschedule.strategy.TunerStrategy` (or
+MetaSchedule's own ``"evolutionary"`` / ``"replay-trace"`` strategies, for comparisons),
+a persistent fast builder and a low-overhead runner, into a JSON database in ``work_dir``
+-> :func:`tvm_plugin.metaschedule.build.compile_model` on the unfused module -> measure the tuned and
+the untuned model.
+
+Resume: the database is MetaSchedule's JSONDatabase in ``work_dir``
+(``database_workload.json``, ``database_tuning_record.json``).  Rerunning with the same
+``work_dir`` replays its records into the dcoc strategy and counts them against each task's
+budget, so finished tasks are not measured again (a rerun of a finished run only compiles
+and measures the model); an interrupted run continues with the trials that are left.
+MetaSchedule's own strategies only use the records as their starting population and spend
+the full budget again.
+
+Logging: MetaSchedule's logs go to ``work_dir/logs/`` (one file per task plus the task
+scheduler's); TVM's native (C++) warnings, which write straight to file descriptor 2, go
+to ``work_dir/logs/tvm.log`` unless ``verbose=True`` (which also lets MetaSchedule's task
+tables reach the console).  The console gets one progress line per measured batch and a
+final per-task table on stderr (``progress=False`` silences both, a callable receives
+them instead).
+
+Work dir: like the VTA path it belongs to one model and target (``dcoc_run.json``, see
+:mod:`dcoc.workdir`); the result is saved to ``work_dir/result.json`` (the tuning curve is
+its ``history``), and ``work_dir/ms_tasks.json`` names the database's workloads so that
+``dcoc records`` / ``dcoc plot`` can read the database without TVM.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import math
+import os
+import sys
+import tempfile
+import time
+from typing import Any, Mapping, Sequence
+
+from dcoc.errors import DcocError, TargetError
+from dcoc.results.result import TuneResult
+
+#: names of MetaSchedule's own strategies accepted as ``tuner``
+MS_STRATEGIES = {"evolutionary": "evolutionary", "replay-trace": "replay-trace",
+                 "replay_trace": "replay-trace", "replay-func": "replay-func"}
+
+
+def _say(progress, text: str) -> None:
+    if progress is False or progress is None:
+        return
+    if callable(progress):
+        progress(text)
+        return
+    print(text, file=sys.stderr, flush=True)
+
+
+def make_strategy(tuner: str = "dcoc", seed: int = 0, agents: str = "dcoc",
+                  tuner_kwargs: Mapping | None = None, population: int = 128):
+    """The MetaSchedule strategy for a ``tuner`` name, and the cost model it wants.
+
+    dcoc tuners -> (TunerStrategy / DCOCSearchStrategy, ``"random"``: the tuner owns its
+    model).  ``"evolutionary"`` -> (EvolutionarySearch(population_size=population),
+    ``"xgb"``).  ``"replay-trace"`` -> (ReplayTrace, ``"random"``).
+    """
+    from tvm.s_tir import meta_schedule as ms
+
+    name = str(tuner).lower()
+    if name in MS_STRATEGIES:
+        kind = MS_STRATEGIES[name]
+        if kind == "evolutionary":
+            return ms.search_strategy.EvolutionarySearch(population_size=population), "xgb"
+        if kind == "replay-trace":
+            return ms.search_strategy.ReplayTrace(), "random"
+        return ms.search_strategy.ReplayFunc(), "random"
+    from tvm_plugin.metaschedule.strategy import DCOCSearchStrategy, TunerStrategy
+
+    if name == "dcoc":
+        return DCOCSearchStrategy(seed=seed, agents=agents,
+                                  tuner_kwargs=dict(tuner_kwargs or {})), "random"
+    return TunerStrategy(tuner=name, seed=seed, tuner_kwargs=dict(tuner_kwargs or {})), "random"
+
+
+def _py(x):
+    """tvm containers (Array/Map/IntImm/String...) -> plain JSON-able Python."""
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        return x
+    tn = type(x).__name__
+    if hasattr(x, "items") and not isinstance(x, (str, bytes)):
+        return {str(_py(k)): _py(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)) or tn in ("Array", "List", "Tuple"):
+        return [_py(v) for v in x]
+    if hasattr(x, "value"):
+        return x.value
+    return str(x)
+
+
+def _silence_metaschedule(verbose: bool = False):
+    """Keep MetaSchedule's INFO chatter (task tables) out of the console unless ``verbose``
+    (it still goes to the log files in ``work_dir/logs``)."""
+    lg = logging.getLogger("tvm.s_tir.meta_schedule")
+    old = lg.level
+    lg.setLevel(logging.INFO if verbose else logging.WARNING)
+    return lg, old
+
+
+@contextlib.contextmanager
+def native_stderr_to(log_path: str, enabled: bool = True):
+    """Send what native code writes to file descriptor 2 (TVM's C++ ``LOG(WARNING)``,
+    LLVM, forked builder workers) to ``log_path`` for the duration; Python's
+    ``sys.stderr`` keeps writing to the console (progress lines, errors)."""
+    if not enabled:
+        yield
+        return
+    try:
+        py_on_fd2 = sys.stderr.fileno() == 2
+    except (AttributeError, ValueError, OSError):
+        py_on_fd2 = False  # e.g. captured by pytest: Python output does not use fd 2
+    sys.stderr.flush()
+    saved = os.dup(2)
+    console = None
+    old_stderr = sys.stderr
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        if py_on_fd2:
+            console = os.fdopen(os.dup(saved), "w", buffering=1, encoding="utf-8",
+                                errors="backslashreplace")
+            sys.stderr = console
+        os.dup2(log_fd, 2)
+        yield
+    finally:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log_fd)
+        if console is not None:
+            sys.stderr = old_stderr
+            console.close()
+
+
+@contextlib.contextmanager
+def metaschedule_logging_guard():
+    """Work around TVM 0.27's ``create_loggers``: it crashes (``'NoneType' object has no
+    attribute 'format'``) when the ``tvm.s_tir.meta_schedule`` logger holds an unnamed
+    handler (e.g. pytest's log capture).  Unnamed handlers are detached for the call and
+    put back afterwards."""
+    lg = logging.getLogger("tvm.s_tir.meta_schedule")
+    anon = [h for h in lg.handlers if h.get_name() is None]
+    for h in anon:
+        lg.removeHandler(h)
+    try:
+        yield
+    finally:
+        for h in anon:
+            if h not in lg.handlers:
+                lg.addHandler(h)
+
+
+class _Progress:
+    """Per-batch progress line and a final per-task table (peers.md section 5.5)."""
+
+    def __init__(self, tasks, budget: int, progress, t0: float):
+        self.tasks = tasks  # list of dict(name, flop, weight)
+        self.best = [math.inf] * len(tasks)
+        self.trials = [0] * len(tasks)
+        self.errors = [0] * len(tasks)
+        self.budget = budget
+        self.progress = progress
+        self.t0 = t0
+        self.total = 0
+        self.history: list = []  # [trial, est. model latency ms]
+
+    def estimate_ms(self) -> float:
+        if any(not math.isfinite(b) for b in self.best):
+            return math.inf
+        return sum(t["weight"] * b for t, b in zip(self.tasks, self.best)) * 1e3
+
+    def on_batch(self, task_id: int, runner_results) -> None:
+        from tvm_plugin.metaschedule.strategy import runner_result
+
+        for r in runner_results:
+            m = runner_result(r)
+            self.trials[task_id] += 1
+            self.total += 1
+            if m.valid:
+                self.best[task_id] = min(self.best[task_id], m.cost)
+            else:
+                self.errors[task_id] += 1
+        est = self.estimate_ms()
+        if math.isfinite(est):
+            self.history.append([self.total - 1, est])  # 0-based trial index, as for vta
+        t = self.tasks[task_id]
+        b = self.best[task_id]
+        gf = t["flop"] / b / 1e9 if math.isfinite(b) and t["flop"] else 0.0
+        est_s = f"{est:9.3f} ms" if math.isfinite(est) else "        -   "
+        _say(self.progress,
+             f"[{self.total:5d}/{self.budget}] {time.perf_counter() - self.t0:7.1f}s  "
+             f"task {task_id + 1:>2}/{len(self.tasks)} {t['name'][:34]:<34} "
+             f"best {b * 1e3 if math.isfinite(b) else float('nan'):9.4f} ms {gf:7.1f} GFLOPS"
+             f" | model est. {est_s}")
+
+    def table(self) -> str:
+        out = io.StringIO()
+        hdr = (f"{'ID':>3} | {'Task':<36} | {'MFLOP':>9} | {'Weight':>6} | {'GFLOPS':>8} | "
+               f"{'Latency ms':>10} | {'Wtd. ms':>9} | {'Trials':>6} | {'Errors':>6}")
+        out.write(hdr + "\n" + "-" * len(hdr) + "\n")
+        for i, (t, b) in enumerate(zip(self.tasks, self.best)):
+            ok = math.isfinite(b)
+            gf = t["flop"] / b / 1e9 if ok and t["flop"] else 0.0
+            out.write(f"{i + 1:>3} | {t['name'][:36]:<36} | {t['flop'] / 1e6:9.2f} | "
+                      f"{t['weight']:>6g} | {gf:8.2f} | "
+                      f"{(b * 1e3 if ok else float('nan')):10.4f} | "
+                      f"{(t['weight'] * b * 1e3 if ok else float('nan')):9.4f} | "
+                      f"{self.trials[i]:>6} | {self.errors[i]:>6}\n")
+        est = self.estimate_ms()
+        out.write(f"total: {self.total} trials this run, estimated model latency "
+                  f"{est:.3f} ms (sum of weight x best kernel latency)\n")
+        return out.getvalue()
+
+
+def _progress_callback(prog: _Progress):
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
+
+    @derived_object
+    class ProgressCallback(PyMeasureCallback):
+        def apply(self, task_scheduler, task_id, measure_candidates, builder_results,
+                  runner_results):
+            prog.on_batch(int(task_id), runner_results)
+
+    return ProgressCallback()
+
+
+def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", seed: int = 0,
+               work_dir: str | None = None, runner: Any = "local",
+               input_shapes: Mapping[str, Sequence[int]] | None = None, *,
+               agents: str = "dcoc", trials_per_task: int | None = None,
+               num_trials_per_iter: int | None = None, builder: Any = "persistent",
+               strategy: Any = None, cost_model: Any = None, tuner_kwargs: Mapping | None = None,
+               task_scheduler: str = "gradient", population: int = 128,
+               measure: bool = True, baseline: bool = True, progress: Any = True,
+               timeout_sec: float = 30.0, latency_repeat: int = 5,
+               keep_untuned_if_faster: bool = True, verbose: bool = False,
+               flush_cache: bool = False) -> TuneResult:
+    """Tune ``model`` for an llvm/cuda target; returns a :class:`dcoc.results.result.TuneResult`.
+
+    Parameters
+    ----------
+    model: ONNX path, zoo / ``light_*`` name, ``onnx.ModelProto`` or a loaded
+        :class:`tvm_plugin.frontend.Model`.
+    target: ``"llvm"`` (this machine: host ``mcpu``, physical cores), ``"cuda"``, a TVM
+        target JSON dict (``num-cores`` is added when missing) or a ``tvm.target.Target``.
+    trials: total measurement budget over all tasks (``max_trials_global``).
+    tuner: a dcoc tuner (``"dcoc"`` default, ``"random"``, ``"grid"``, ``"ga"``, ``"xgb"``,
+        ``"rl"``, ``"chameleon"``) driven through :class:`~tvm_plugin.metaschedule.strategy.TunerStrategy`,
+        or MetaSchedule's ``"evolutionary"`` / ``"replay-trace"`` (for comparisons).
+    seed: the one seed (strategy and MetaSchedule's design-space generation).
+    work_dir: database + logs (created; a temporary directory when None).  Reusing it
+        resumes (see module docstring).
+    runner: ``"local"`` or ``"rpc://HOST:PORT/KEY"`` (or a MetaSchedule Runner).
+    input_shapes: ``{input: shape}`` for models with dynamic input dimensions.
+    agents: DCOC's knob-to-agent split (tuner ``"dcoc"``).
+    trials_per_task: cap per task (default: ``trials``).
+    num_trials_per_iter: candidates per measured batch (default: 16, lowered to
+        ``trials // (2 x tasks)`` (at least 2) so that the task scheduler's first round,
+        which gives every task one batch, cannot spend the whole budget on the first tasks).
+    builder: ``"persistent"`` (default) / ``"local"`` / a Builder.
+    strategy, cost_model: override the MetaSchedule strategy object / cost model.
+    measure: measure the tuned model's latency; baseline: also compile + measure untuned.
+    progress: True (stderr), False, or a callable receiving each line.
+    keep_untuned_if_faster: per task, time the best schedule against the task's untuned
+        code (both built in this process, alternating rounds) and compile with the untuned
+        code where it is more than 5% faster -- tiny operators (reshape, small elementwise
+        ops) lose to MetaSchedule's always-parallel schedules by the thread-pool launch.
+    verbose: TVM's native warnings and MetaSchedule's task tables on the console instead
+        of ``work_dir/logs/tvm.log`` and the per-task log files.
+    flush_cache: llvm only: time every candidate cold -- one run per repeat, each after the
+        CPU caches are flushed of its arguments (``number=1, repeat=10, min_repeat_ms=0``,
+        :func:`tvm_plugin.metaschedule.build.evaluator_config`), as a kernel meets its weights inside a
+        model whose weights do not fit in cache (ResNet-18: the compiled model is 1.14-1.59x
+        its summed warm-timed kernels, 0.94-1.02x its cold-timed ones; docs/RESULTS.md,
+        session 34).  The work dir remembers it: a warm and a cold run never share a
+        database.
+    """
+    from tvm_plugin import frontend as F
+    from tvm_plugin.metaschedule.build import preload_tensor_intrin
+
+    preload_tensor_intrin()
+
+    t_start = time.perf_counter()
+    spec = F.resolve_target(target)
+    if spec.is_vta:
+        raise TargetError("tune_model tunes llvm/cuda targets; use dcoc.tune(model, "
+                          "target='vta') for the VTA accelerator")
+    tgt = spec.tvm
+    if int(trials) < 1:
+        raise DcocError(f"trials must be >= 1, got {trials}")
+    if flush_cache:
+        from tvm_plugin.metaschedule.build import evaluator_config, make_runner
+
+        if spec.kind != "llvm":
+            raise TargetError(f"flush_cache flushes CPU caches: it times llvm targets, not "
+                              f"{spec.kind}")
+        if not isinstance(runner, str):
+            raise DcocError("flush_cache needs the runner as 'local' or 'rpc://HOST:PORT/KEY' "
+                            "(a Runner object carries its own EvaluatorConfig)")
+        cold = evaluator_config(flush_cache=True)
+    work_dir = os.path.abspath(work_dir or tempfile.mkdtemp(prefix="dcoc-ms-"))
+    from dcoc.workdir import claim_work_dir, model_identity
+
+    m = model if isinstance(model, F.Model) else F.load(model, input_shapes)
+    tasks = m.tasks(spec)
+    if not tasks:
+        raise DcocError(f"model '{m.name}' has no tunable operators for {spec.kind}")
+    ident = model_identity(model if not isinstance(model, F.Model) else m.name, input_shapes)
+    claim_work_dir(work_dir, {**ident, "target": _target_identity(tgt),
+                              "timing": "cold" if flush_cache else None})
+    if flush_cache:  # built after the checks: a refused run builds no runner
+        runner = make_runner(runner, timeout_sec=timeout_sec, evaluator=cold)
+    os.makedirs(os.path.join(work_dir, "logs"), exist_ok=True)
+    with native_stderr_to(os.path.join(work_dir, "logs", "tvm.log"), enabled=not verbose):
+        return _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner, agents,
+                           trials_per_task, num_trials_per_iter, builder, strategy, cost_model,
+                           tuner_kwargs, task_scheduler, population, measure, baseline,
+                           progress, timeout_sec, latency_repeat, keep_untuned_if_faster,
+                           verbose, t_start)
+
+
+def _target_identity(tgt) -> str:
+    """The target as a stable string for the work dir's identity (kind + options)."""
+    import json
+
+    try:
+        return json.dumps(_py(tgt.export()), sort_keys=True)
+    except Exception:  # noqa: BLE001
+        return str(tgt)
+
+
+def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner, agents,
+                trials_per_task, num_trials_per_iter, builder, strategy, cost_model,
+                tuner_kwargs, task_scheduler, population, measure, baseline, progress,
+                timeout_sec, latency_repeat, keep_untuned_if_faster, verbose, t_start):
+    from tvm.s_tir import meta_schedule as ms
+
+    from tvm_plugin.metaschedule.build import (close_builder, compile_model, make_builder,
+                                  make_model_runner, make_runner, measure_latency,
+                                  random_inputs)
+
+    ms_tasks = [t.ms_task for t in tasks]
+    names = {t.ms_task.task_name: t.name for t in tasks}
+
+    if strategy is None:
+        strategy, default_cm = make_strategy(tuner, seed, agents, tuner_kwargs, population)
+    else:
+        default_cm = "random"
+    cost_model = cost_model or default_cm
+    lg, old_level = _silence_metaschedule(verbose)
+    try:
+        with metaschedule_logging_guard():
+            ctxs, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+                ms_tasks, work_dir, strategy=strategy, seed=seed)
+    finally:
+        lg.setLevel(old_level)
+    task_info = []
+    for ctx in ctxs:
+        from tvm.s_tir.analysis import estimate_tir_flops
+
+        try:
+            flop = float(estimate_tir_flops(ctx.mod))
+        except Exception:  # noqa: BLE001
+            flop = 0.0
+        task_info.append({"name": names.get(str(ctx.task_name), str(ctx.task_name)),
+                          "ms_name": str(ctx.task_name), "flop": flop})
+    for info, w in zip(task_info, weights):
+        info["weight"] = float(w)
+
+    if num_trials_per_iter is None:
+        num_trials_per_iter = max(2, min(16, int(trials) // (2 * len(ctxs))))
+    if hasattr(strategy, "limit_total"):  # dcoc strategies: no batch past `trials`
+        strategy.limit_total(int(trials))
+    db = ms.database.JSONDatabase(work_dir=work_dir)
+    b = make_builder(builder)
+    r = make_runner(runner, timeout_sec=timeout_sec)
+    cold = bool(getattr(getattr(r, "evaluator_config", None), "enable_cpu_cache_flush", False))
+    prog = _Progress(task_info, int(trials), progress, t_start)
+    _say(progress, f"dcoc: tuning {m.name} for {spec.kind} ({len(ctxs)} tasks, {trials} trials, "
+                   f"tuner {tuner}, seed {seed}); MetaSchedule logs in {work_dir}/logs")
+    t_tune = time.perf_counter()
+    lg, old_level = _silence_metaschedule(verbose)
+    try:
+        callbacks = MEASURE_CALLBACKS() + [_progress_callback(prog)]
+        ms.tune_tasks(tasks=ctxs, task_weights=weights, work_dir=work_dir,
+                      max_trials_global=int(trials),
+                      max_trials_per_task=int(trials_per_task or trials),
+                      num_trials_per_iter=int(num_trials_per_iter), builder=b, runner=r,
+                      database=db, cost_model=cost_model, measure_callbacks=callbacks,
+                      task_scheduler=task_scheduler)
+    finally:
+        lg.setLevel(old_level)
+        if isinstance(builder, str):
+            close_builder(b)
+    tune_seconds = time.perf_counter() - t_tune
+
+    # ------------------------------------------------------------- results per task
+    strat_results = dict(getattr(strategy, "results", {}) or {})
+    schedules, layers = {}, []
+    n_records = 0
+    for ctx, info in zip(ctxs, task_info):
+        best = None
+        if db.has_workload(ctx.mod):
+            wl = db.commit_workload(ctx.mod)
+            top = db.get_top_k(wl, 1)
+            best = top[0] if len(top) else None
+        summary = strat_results.get(info["ms_name"], {})
+        recorded = summary.get("recorded", 0) + summary.get("trials", 0) if summary else None
+        n_task = recorded if recorded is not None else prog.trials[task_info.index(info)]
+        n_records += n_task
+        lat = float(sum(float(x) for x in best.run_secs) / len(best.run_secs)) if best else math.inf
+        entry = {"ms_task": info["ms_name"],
+                 "trace": _py(best.trace.as_json(remove_postproc=True)) if best else None,
+                 "latency_ms": lat * 1e3 if math.isfinite(lat) else None}
+        if summary.get("best_config"):
+            entry["knobs"] = summary["best_config"]
+        schedules[info["name"]] = entry
+        row = {"layer": info["name"], "task": info["name"], "count": info["weight"],
+               "weight": info["weight"], "flop": info["flop"],
+               "latency_ms": lat * 1e3 if math.isfinite(lat) else None,
+               "gflops": info["flop"] / lat / 1e9 if math.isfinite(lat) and lat > 0 else 0.0,
+               "trials": n_task, "device": spec.kind}
+        if math.isfinite(lat):
+            row["ms"] = lat * 1e3
+        layers.append(row)
+    _say(progress, prog.table())
+
+    # ----------------------------------------------------------- compile + measure
+    names_in = list(m.input_shapes)
+    inputs = random_inputs(m.input_shapes, m.input_dtypes, seed=seed)
+    kept_untuned: list = []
+    apply_db = db
+    if keep_untuned_if_faster:
+        apply_db, kept_untuned = _drop_slower_than_untuned(db, ctxs, task_info, tgt)
+        if kept_untuned:
+            _say(progress, f"dcoc: kept the untuned code of {len(kept_untuned)} task(s) where it "
+                           f"is faster than the best schedule: {', '.join(kept_untuned[:6])}"
+                           f"{' ...' if len(kept_untuned) > 6 else ''}")
+    ex, report = compile_model(apply_db, m.mod, tgt)
+    if report["untuned"]:
+        _say(progress, f"dcoc: {len(report['untuned'])} function(s) without a tuned schedule: "
+                       f"{', '.join(report['untuned'][:6])}{' ...' if len(report['untuned']) > 6 else ''}")
+    latency = baseline_latency = math.nan
+    arrays = [inputs[n] for n in names_in]
+    if measure:
+        latency = measure_latency(ex, tgt, arrays, repeat=latency_repeat)["median_ms"]
+    if baseline:
+        ex0, _ = compile_model(None, m.mod, tgt)
+        baseline_latency = measure_latency(ex0, tgt, arrays, repeat=3)["median_ms"]
+    if measure:
+        _say(progress, f"dcoc: tuned {latency:.3f} ms" +
+             (f", untuned {baseline_latency:.3f} ms ({baseline_latency / latency:.1f}x)"
+              if baseline else "") + f"; tuning took {tune_seconds:.1f} s")
+
+    result = TuneResult(
+        target=str(tgt), tuner=str(tuner), seed=int(seed), latency_ms=float(latency),
+        baseline_latency_ms=float(baseline_latency), trials=int(n_records),
+        schedules=schedules, history=prog.history, layers=layers,
+        agents=agents if str(tuner) == "dcoc" else None, model=m.name, work_dir=work_dir,
+        database_path=work_dir, wall_seconds=time.perf_counter() - t_start, executable=ex,
+        extra={"target_kind": spec.kind, "new_trials": prog.total,
+               "timing": "cold" if cold else "warm",
+               "tuning_seconds": round(tune_seconds, 2),
+               "tuned_functions": report["tuned"], "untuned_functions": report["untuned"],
+               "kept_untuned": kept_untuned,
+               "tasks": [{k: v for k, v in s.items() if k != "history"}
+                         for s in strat_results.values()]},
+    )
+    result._runner = make_model_runner(ex, tgt, names_in, m.input_dtypes)
+    _write_task_names(db, ctxs, task_info, work_dir)
+    result.save(os.path.join(work_dir, "result.json"))
+    return result
+
+
+def _write_task_names(db, ctxs, task_info, work_dir: str) -> None:
+    """``work_dir/ms_tasks.json``: {workload structural hash: task name} for the database
+    readers that run without TVM (:mod:`dcoc.search.msdb`)."""
+    import json
+
+    names = {}
+    for ctx, info in zip(ctxs, task_info):
+        try:
+            if db.has_workload(ctx.mod):
+                names[str(db.commit_workload(ctx.mod).as_json()[0])] = info["name"]
+        except Exception:  # noqa: BLE001 - names are a convenience
+            continue
+    from dcoc.paths import write_text_atomic
+    from dcoc.search.msdb import TASK_NAMES_FILE
+
+    write_text_atomic(os.path.join(work_dir, TASK_NAMES_FILE),
+                      json.dumps(names, indent=2, sort_keys=True) + "\n")
+
+
+def _time_kernels(kernels: dict, rounds: int = 2) -> dict:
+    import numpy as np
+
+    best = {k: math.inf for k in kernels}
+    for _ in range(rounds):
+        for k, (f, args) in kernels.items():
+            best[k] = min(best[k], float(np.median([float(x) for x in f(*args).results])))
+    return best
+
+
+def _drop_slower_than_untuned(db, ctxs, task_info, target, margin: float = 0.05):
+    """A MemoryDatabase with each task's best record, except the tasks whose untuned
+    PrimFunc is faster than that record by more than ``margin``; and those task names."""
+    import numpy as np
+    import tvm
+    from tvm.s_tir import Schedule
+    from tvm.s_tir import meta_schedule as ms
+
+    from tvm_plugin.metaschedule.build import device_of, fast_build
+
+    out = ms.database.MemoryDatabase()
+    kept = []
+    dev = device_of(target)
+    for ctx, info in zip(ctxs, task_info):
+        if not db.has_workload(ctx.mod):
+            continue
+        top = db.get_top_k(db.commit_workload(ctx.mod), 1)
+        if not len(top):
+            continue
+        rec = top[0]
+        faster_untuned = False
+        try:
+            sch = Schedule(ctx.mod)
+            rec.trace.apply_to_schedule(sch, remove_postproc=False)
+            rng = np.random.default_rng(0)
+            args = []
+            for a in rec.args_info:
+                shape, dt = [int(x) for x in a.shape], str(a.dtype)
+                arr = rng.standard_normal(shape).astype(dt) if "float" in dt else np.zeros(shape, dt)
+                args.append(tvm.runtime.tensor(arr, dev))
+            kern = {}
+            for key, mod in (("tuned", sch.mod), ("untuned", ctx.mod)):
+                lib = fast_build(mod, target, None)
+                rt = lib.jit() if hasattr(lib, "jit") else lib
+                kern[key] = (rt.time_evaluator("main", dev, number=1, repeat=3,
+                                               min_repeat_ms=20), args)
+            t = _time_kernels(kern)
+            faster_untuned = t["untuned"] < t["tuned"] * (1 - margin)
+        except Exception:  # noqa: BLE001 - keep the tuned schedule if the check fails
+            faster_untuned = False
+        if faster_untuned:
+            kept.append(info["name"])
+            continue
+        copy_record(out, rec, ctx.mod)
+    return out, kept
+
+
+def copy_record(db, rec, mod=None) -> None:
+    """Commit a copy of the tuning record ``rec`` (of ``mod``, by default its own
+    workload's module) into the database ``db``."""
+    from tvm.s_tir import meta_schedule as ms
+
+    wl = db.commit_workload(rec.workload.mod if mod is None else mod)
+    db.commit_tuning_record(ms.database.TuningRecord(rec.trace, wl, rec.run_secs,
+                                                     rec.target, rec.args_info))
+
+
+def MEASURE_CALLBACKS() -> list:  # noqa: N802
+    """MetaSchedule's default callbacks (AddToDatabase, RemoveBuildArtifact, UpdateCostModel)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    return list(ms.measure_callback.MeasureCallback.create("default"))
+
+
+__all__ = ["tune_model", "make_strategy", "MS_STRATEGIES"]
