@@ -1,9 +1,9 @@
 """Public Python API: :func:`tune` (a whole model) and :func:`tune_task` (one VTA workload).
 
 Both are thin: they resolve inputs, build the pieces (tasks, spaces, measurer, records)
-and hand over to the drivers in :mod:`dcoc.codesign` (VTA) or :mod:`tvm_plugin.metaschedule.tuning`
-(llvm/cuda).  Algorithms live in :mod:`dcoc.tuners`, :mod:`dcoc.agents`,
-:mod:`dcoc.method.costmodel` and :mod:`dcoc.method.sampling`.
+and hand over to the drivers in :mod:`dcoc.codesign` (accelerators) or
+:mod:`tvm_plugin.metaschedule.tuning` (llvm/cuda).  Algorithms live in :mod:`dcoc.tuners`
+and :mod:`dcoc.method`.
 """
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ import time
 
 from dcoc.errors import ConfigError, DcocError
 from dcoc.results.result import TaskResult, TuneResult
+from dcoc.targets import DEFAULT_TARGET
+from dcoc.tuners import DEFAULT as DEFAULT_TUNER
+from dcoc.tuners import describe
 
 __all__ = ["tune", "tune_task", "TuneResult", "TaskResult", "default_work_dir"]
 
@@ -60,10 +63,9 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-") or "model"
 
 
-def default_work_dir(model, target: str, board: str | None, tuner: str, agents: str | None,
-                     seed: int, hardware: str | None = None,
-                     input_shapes: dict | None = None) -> str:
-    """``dcoc_runs/<model>[_in-<shapes>]_<target>[_<board>][_hw-<hardware>]_<tuner>[_<agents>]_s<seed>``:
+def default_work_dir(model, target: str, board: str | None, tuner: str, seed: int,
+                     hardware: str | None = None, input_shapes: dict | None = None) -> str:
+    """``dcoc_runs/<model>[_in-<shapes>]_<target>[_<board>][_hw-<hardware>]_<tuner>_s<seed>``:
     rerunning the same command finds the same directory and resumes; a software-only run on
     fixed ``hardware`` (its name) and a run at other ``input_shapes`` get their own
     directories."""
@@ -77,15 +79,13 @@ def default_work_dir(model, target: str, board: str | None, tuner: str, agents: 
         parts.append(board)
     if hardware:
         parts.append("hw-" + _slug(hardware))
-    parts.append(tuner)
-    if agents and tuner == "dcoc" and agents != "dcoc":
-        parts.append(agents)
+    parts.append(_slug(tuner))
     parts.append(f"s{seed}")
     return os.path.join("dcoc_runs", "_".join(parts))
 
 
 # ------------------------------------------------------------------------ tune_task
-def tune_task(workload, hw=None, tuner: str = "xgb", trials: int = 200, seed: int = 0,
+def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, seed: int = 0,
               records=None, measurer=None, n_workers: int | None = None,
               early_stopping: int | None = None, callbacks=(), resume: bool = True,
               target: str = "vta", board: str | None = None, **tuner_kwargs) -> TaskResult:
@@ -98,9 +98,9 @@ def tune_task(workload, hw=None, tuner: str = "xgb", trials: int = 200, seed: in
         or a spec such as ``"C2"`` / ``"conv:H,W,CI,CO,K,S,P"`` / ``"dense:N,K,M"``).
     hw: a hardware config of the target, a preset name (VTA: ``"pynq"``) or a config name;
         default: the default config of ``board`` (VTA: the ``pynq`` preset).
-    tuner: a name of :func:`dcoc.tuners.names` (``random``, ``grid``, ``ga``, ``xgb``, ``rl``,
-        ``chameleon``, ``dcoc``, the ablations ``dcoc-agents``, ``dcoc-frozen``, ``dcoc-noagents``,
-        ``dcoc-topk``, the references ``sweep``, ``surrogate``) or a Tuner subclass.
+    tuner: a name of :func:`dcoc.tuners.names` (``surrogate``, the default; ``dcoc``, the
+        paper's method; ``dcoc-frozen``; the baselines ``xgb``, ``rl``, ``chameleon``, ``ga``,
+        ``random``, ``grid``, ``sweep``), a ``NAME:key=value`` spec or a Tuner subclass.
     trials: measurement budget.
     seed: the one seed.
     records: a JSONL path or :class:`dcoc.search.Records`; measurements are appended as they
@@ -109,7 +109,7 @@ def tune_task(workload, hw=None, tuner: str = "xgb", trials: int = 200, seed: in
         with ``n_workers`` processes.
     target: an accelerator target of :func:`dcoc.targets.available` (``vta``, ``systolic``).
     board: the board whose clock/bus a hardware name takes (default: the target's default).
-    tuner_kwargs: passed to the tuner (e.g. ``agents="clustered"`` for dcoc).
+    tuner_kwargs: passed to the tuner (e.g. ``config=DCOCConfig(...)`` for the DCOC family).
     """
     from dcoc.targets import get as get_target
     from dcoc.tuners import create, get_tuner
@@ -131,14 +131,14 @@ def tune_task(workload, hw=None, tuner: str = "xgb", trials: int = 200, seed: in
     finally:
         if own:
             m.close()
-    name = get_tuner(tuner).name
+    name = tuner if isinstance(tuner, str) else get_tuner(tuner).name
     return TaskResult(task.name, name, seed, tuner_obj.best_config, tuner_obj.best_cost,
                       tuner_obj.trials, list(tuner_obj.history), hw.name, task.flop)
 
 
 # ----------------------------------------------------------------------------- tune
-def tune(model, target="vta", board: str | None = None, trials: int = 2000, tuner: str = "dcoc",
-         agents: str = "dcoc", seed: int = 0, work_dir: str | None = None, resume: bool = True,
+def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2000,
+         tuner: str = DEFAULT_TUNER, seed: int = 0, work_dir: str | None = None, resume: bool = True,
          hardware=None, input_shapes: dict | None = None, measurer=None,
          n_workers: int | None = None, progress: bool = False, pareto: bool = False,
          **kwargs) -> TuneResult:
@@ -155,14 +155,13 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
     board: accelerator targets: the FPGA budget (vta: ``pynq`` (default), ``ultra96``,
         ``zcu104``; systolic: ``arty-a7`` (default), ``kv260``).
     trials: measurement budget (one trial = one simulated or measured schedule).
-    tuner: ``dcoc``, its ablations (``dcoc-agents``, ``dcoc-frozen``, ``dcoc-noagents``,
-        ``dcoc-topk``), the references (``sweep``, ``surrogate``) or a baseline (``random``,
-        ``grid``, ``ga``, ``xgb``, ``rl``, ``chameleon``); accelerator co-design of the
-        baselines is joint (``baseline="nested"`` for the hardware-outer/software-inner
-        search).  Accelerator co-design with ``dcoc`` proposes with the cost model's own
-        search, not agents (docs/method.md §12); ``dcoc-agents`` uses the agents.
-    agents: the knob-to-agent split of agent-driven tuners: ``dcoc``, ``single``,
-        ``per-knob``, ``clustered`` (an error with co-design's ``dcoc``, which has none).
+    tuner: a name of :func:`dcoc.tuners.names` -- ``surrogate`` (the default: the XGBoost
+        ensemble's own search, top-k), ``dcoc`` (the paper's agents + confidence sampling),
+        ``dcoc-frozen``, or a baseline (``xgb``, ``rl``, ``chameleon``, ``ga``, ``random``,
+        ``grid``, ``sweep``) -- or a ``NAME:key=value`` spec (``surrogate:select=confidence``).
+        Each name runs the same algorithm per layer, in co-design and in MetaSchedule;
+        accelerator co-design of the baselines is joint (``baseline="nested"`` for the
+        hardware-outer/software-inner search).
     seed: the one seed.
     work_dir: records (``records.jsonl``) and results go here; default
         :func:`default_work_dir` (the same command resumes the same run).
@@ -178,18 +177,12 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
     warm_start (keyword, DCOC co-design): run directories or ``records.jsonl`` files of
         earlier co-design runs of *other* models on the same target/board: their measurements
         pre-fit DCOC's cost models and their best hardware configs are scored first
-        (:mod:`dcoc.codesign.prior`; their agents' weights, ``agents.pt``, only with
-        ``CoDesignConfig.prior_agents``).  Not counted as trials, never written to this
-        run's records.
+        (:mod:`dcoc.codesign.prior`).  Not counted as trials, never written to this run's
+        records.
     """
-    from dcoc.tuners import names as tuner_names
+    from dcoc.tuners import tuner_kwargs
 
-    if tuner not in tuner_names():
-        raise DcocError(f"unknown tuner '{tuner}'; choose one of {', '.join(tuner_names())}")
-    from dcoc.method.agent_groups import MODES
-
-    if agents not in MODES:
-        raise DcocError(f"unknown agents mode '{agents}'; choose one of {', '.join(MODES)}")
+    tuner_kwargs(tuner)  # a one-line error for an unknown name or setting, before any work
     if int(trials) < 1:
         raise DcocError(f"trials must be >= 1, got {trials}")
     from dcoc.targets import get as get_target, is_accelerator
@@ -206,8 +199,7 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
         if is_acc and hardware is not None:
             hw_name = _hw(hardware, str(board).strip().lower() if isinstance(board, str) else None, tname).name
         work_dir = default_work_dir(label, tname if is_acc else _target_label(target),
-                                    board if is_acc else None, tuner, agents, seed, hw_name,
-                                    input_shapes)
+                                    board if is_acc else None, tuner, seed, hw_name, input_shapes)
     if not is_acc:
         if kwargs.get("warm_start") is not None:
             raise DcocError("warm_start needs an accelerator target (vta co-design with a DCOC tuner)")
@@ -221,14 +213,14 @@ def tune(model, target="vta", board: str | None = None, trials: int = 2000, tune
         if n_workers is not None and int(n_workers) < 0:
             raise DcocError(f"n_workers (--workers) must be >= 0, got {n_workers}")
         return tune_model(model, target, trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir,
-                          input_shapes=input_shapes, agents=agents, progress=progress, **kwargs)
+                          input_shapes=input_shapes, progress=progress, **kwargs)
     kwargs.pop("verbose", None)  # the accelerator path runs no TVM code that logs
     if kwargs.get("warm_start") is not None:
-        from dcoc.tuners import DCOC_FAMILY
+        from dcoc.tuners import DCOC_FAMILY, parse
 
-        if tuner not in DCOC_FAMILY or hardware is not None:
+        if parse(tuner)[0] not in DCOC_FAMILY or hardware is not None:
             raise DcocError("warm_start needs a DCOC tuner doing co-design (no fixed hardware)")
-    res = _tune_accelerator(tname, model, board, int(trials), tuner, agents, seed, work_dir, resume,
+    res = _tune_accelerator(tname, model, board, int(trials), tuner, seed, work_dir, resume,
                            hardware, input_shapes, measurer, n_workers, progress, **kwargs)
     if pareto:  # from the run's records + the resource model (dcoc.results.pareto)
         from dcoc.results.pareto import front_from_run
@@ -246,7 +238,7 @@ def _target_label(target) -> str:
     return str(getattr(getattr(target, "kind", None), "name", "target"))
 
 
-def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_dir, resume, hardware,
+def _tune_accelerator(target, model, board, trials, tuner, seed, work_dir, resume, hardware,
                       input_shapes, measurer, n_workers, progress, **kwargs) -> TuneResult:
     from dcoc import codesign as cd
     from dcoc.search.records import Records
@@ -258,7 +250,7 @@ def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_di
     hardware = tg.parse_hw(hardware, bd.name)
     if hardware is not None:
         tg.check_fits(hardware, bd)
-    from dcoc.codesign.prior import AGENTS_FILE, LAYERS_FILE, as_prior, save_agents, write_layers
+    from dcoc.codesign.prior import LAYERS_FILE, as_prior, write_layers
 
     if kwargs.get("warm_start") is not None:  # other models' runs (dcoc.codesign.prior)
         kwargs["prior"] = as_prior(kwargs.pop("warm_start"), tg.name, bd.name)
@@ -288,13 +280,8 @@ def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_di
     try:
         if hardware is not None:
             cd.default_schedules(session, hardware)
-        driver = cd.make_driver(session, bd, tuner, seed, agents=agents, hardware=hardware, **kwargs)
+        driver = cd.make_driver(session, bd, tuner, seed, hardware=hardware, **kwargs)
         session.run(driver)
-        # co-design's dcoc proposes with the surrogate (no agents, docs/method.md §12)
-        uses_agents = bool(getattr(driver, "uses_agents", False))
-        state = driver.agent_state() if hasattr(driver, "agent_state") else None
-        if state is not None:
-            save_agents(os.path.join(work_dir, AGENTS_FILE), state)
         if hardware is not None and session.latency(hardware.name) is None:
             missing = [session.layers[li].name for li in driver.missing()]
             if missing:
@@ -318,7 +305,7 @@ def _tune_accelerator(target, model, board, trials, tuner, agents, seed, work_di
         schedules=session.schedules(best_hw),
         history=[(t, lat * 1e3) for t, lat in session.history if math.isfinite(lat)],
         layers=layer_rows, cpu_layers=[{"layer": n, "kind": k, "count": c} for n, k, c in cpu],
-        board=bd.name, agents=agents if uses_agents else None,
+        board=bd.name, method=describe(tuner),
         model=getattr(tasks, "model", str(model)), work_dir=work_dir,
         database_path=records.path, wall_seconds=time.perf_counter() - t0,
         extra={"hardware_explored": len(session.hw), "replayed_trials": session.replayed,

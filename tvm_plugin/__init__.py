@@ -33,11 +33,11 @@ __all__ = [
 
 #: MetaSchedule integration, resolved lazily: name -> module
 _LAZY = {
-    "DCOCSearchStrategy": "tvm_plugin.metaschedule.strategy",
     "TunerStrategy": "tvm_plugin.metaschedule.strategy",
     "MetaScheduleMeasurer": "tvm_plugin.metaschedule.strategy",
     "ms_tuning_task": "tvm_plugin.metaschedule.strategy",
     "TraceSpace": "tvm_plugin.metaschedule.trace_space",
+    "ProgramConfig": "tvm_plugin.metaschedule.program",
     "PersistentBuilder": "tvm_plugin.metaschedule.build",
     "fast_build": "tvm_plugin.metaschedule.build",
     "make_builder": "tvm_plugin.metaschedule.build",

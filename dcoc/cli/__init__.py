@@ -51,6 +51,15 @@ def _load(name: str):
     return importlib.import_module(f"dcoc.cli.cmd_{name}")
 
 
+def _description(mod) -> str:
+    text = getattr(mod, "DESCRIPTION", mod.HELP)
+    if "{tuners}" in text:
+        from dcoc.cli.common import tuner_table
+
+        text = text.replace("{tuners}", tuner_table())
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="dcoc",
@@ -71,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(
             mod.NAME,
             help=mod.HELP,
-            description=getattr(mod, "DESCRIPTION", mod.HELP),
+            description=_description(mod),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         mod.add_arguments(p)
@@ -116,7 +125,3 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if old is not None:
             signal.signal(signal.SIGINT, old)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -13,22 +13,18 @@ DESCRIPTION = """\
 Tune MODEL end to end and print a per-layer table and a summary.
 
 --target vta (default): co-design a VTA-style accelerator and the schedules of every layer
-  VTA runs, on the bundled cycle-level simulator, within the FPGA budget of --board.  The
-  search covers BATCH x BLOCK_IN x BLOCK_OUT, the four buffer sizes, and tiling and virtual
-  threads per layer: an XGBoost ensemble scores the candidates its own search finds on the
-  most promising accelerators, and only confident ones are simulated (one simulation = one
-  trial).  --tuner dcoc-agents searches with the hardware, tiling and threading agents
-  instead (on three models they did not do better, docs/method.md section 12).  With
-  --hardware, only the schedules are tuned on that fixed accelerator (per layer, with
-  the agents).
+  VTA runs, on the bundled cycle-level simulator, within the FPGA budget of --board: the
+  GEMM core (BATCH x BLOCK_IN x BLOCK_OUT), the four buffer sizes, and tiling and virtual
+  threads per layer.  One simulation = one trial.  With --hardware, only the schedules are
+  tuned on that fixed accelerator.
 --target systolic: co-design a weight-stationary systolic array (PE rows x columns and
   three SRAM sizes; tile sizes, loop order and double buffering per layer) on its analytic
-  timing model, within --board arty-a7 (default) or kv260.  Every tuner works on both.
---target llvm / cuda / JSON dict: tune the model's MetaSchedule tasks with the DCOC
-  search strategy (or --tuner), compile the tuned model and measure it against the
-  untuned one.  There dcoc proposes with the XGBoost ensemble's own search and measures
-  its top-k (the agents and confidence sampling showed no gain on whole models,
-  docs/method.md section 13); --tuner dcoc-agents uses the agents.
+  timing model, within --board arty-a7 (default) or kv260.
+--target llvm / cuda / JSON dict: tune the model's MetaSchedule tasks with the tuner as
+  the search strategy, compile the tuned model and measure it against the untuned one.
+
+tuners (--tuner; every name runs the same algorithm on every target):
+{tuners}
 
 Records are appended to WORK_DIR/records.jsonl (vta) or a MetaSchedule database
 (llvm/cuda) as they are measured; rerunning the same command resumes (nothing recorded is
@@ -39,7 +35,7 @@ TVM's own logs and native warnings go to WORK_DIR/logs/ (-v: to the console).
 
 examples:
   dcoc tune resnet18 --target vta --board pynq --trials 300
-  dcoc tune mobilenetv2 --board ultra96 --trials 2000 --tuner dcoc-agents --agents clustered
+  dcoc tune mobilenetv2 --board ultra96 --trials 2000 --tuner dcoc     # the paper's agents
   dcoc tune resnet18 --hardware pynq --tuner xgb --trials 500       # software only
   dcoc tune resnet18 --target systolic --board kv260 --trials 500
   dcoc tune resnet18 --board pynq --trials 300 --pareto
@@ -50,9 +46,8 @@ examples:
 def add_arguments(parser) -> None:
     add_model_arguments(parser)
     add_target_argument(parser, default="vta")
-    from dcoc.method.agent_groups import MODES
     from dcoc.targets import available, get
-    from dcoc.tuners import names as tuner_names
+    from dcoc.cli.common import add_tuner_argument
 
     boards = list(dict.fromkeys(b for t in available() for b in get(t).boards))
     parser.add_argument("--board", default=None, choices=boards,
@@ -61,16 +56,7 @@ def add_arguments(parser) -> None:
                                                                   for t in available()) + ")")
     parser.add_argument("--trials", type=int, default=2000,
                         help="measurement budget: simulations (vta) or builds+runs (default: 2000)")
-    parser.add_argument("--tuner", default="dcoc", choices=tuner_names(),
-                        help="search method (default: dcoc); dcoc-agents, dcoc-frozen, dcoc-noagents, "
-                             "dcoc-topk are its ablations, sweep and surrogate non-learning "
-                             "references, the others the baselines")
-    parser.add_argument("--agents", default="dcoc", choices=list(MODES),
-                        help="agent-driven tuners (dcoc per layer, dcoc-agents, "
-                             "dcoc-frozen): which knobs each agent owns: dcoc = hardware + "
-                             "mapping + scheduling agents (default); single = one agent; "
-                             "per-knob; clustered = correlation clustering on warm-up "
-                             "measurements")
+    add_tuner_argument(parser)
     parser.add_argument("--seed", type=int, default=0, help="the one seed of every random choice (default: 0)")
     parser.add_argument("--work-dir", default=None,
                         help="records/results directory (default: dcoc_runs/<model>_<target>_..._s<seed>)")
@@ -104,7 +90,10 @@ def run(args) -> int:
     import dcoc
     from dcoc.errors import DcocError
 
+    from dcoc.tuners import tuner_kwargs
+
     out = Output(args)  # checks a --json PATH before the run
+    tuner_kwargs(args.tuner)  # an unknown tuner or setting: one line, before any work
     if args.workers is not None and args.workers < 0:
         raise DcocError(f"--workers must be >= 0 (0 = in-process), got {args.workers}")
     shapes = parse_input_shapes(args.input_shape)
@@ -120,7 +109,7 @@ def run(args) -> int:
         raise DcocError("--flush-cache times CPU kernels (target llvm); the VTA simulator "
                         "has no cache to flush")
     res = dcoc.tune(args.model, target=_target_arg(args.target), board=args.board, trials=args.trials,
-                    tuner=args.tuner, agents=args.agents, seed=args.seed, work_dir=args.work_dir,
+                    tuner=args.tuner, seed=args.seed, work_dir=args.work_dir,
                     resume=not args.no_resume, hardware=args.hardware, input_shapes=shapes,
                     n_workers=args.workers, progress=out.progress,
                     **({"pareto": True} if getattr(args, "pareto", False) else {}),
@@ -190,7 +179,7 @@ def summary(res) -> str:
     else:
         base = "untuned"
     out.append(f"baseline   {res.baseline_latency_ms:.3f} ms  ({base}); speedup {res.speedup:.2f}x")
-    out.append(f"trials     {res.trials}  tuner {res.tuner}" + (f" (agents {res.agents})" if res.agents else "")
+    out.append(f"trials     {res.trials}  tuner {res.tuner}" + (f" ({res.method})" if res.method else "")
                + f"  seed {res.seed}  wall {res.wall_seconds:.0f} s")
     out.append(f"work dir   {res.work_dir}")
     return "\n".join(out)

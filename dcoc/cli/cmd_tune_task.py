@@ -11,8 +11,11 @@ curve and the best knobs.  WORKLOAD is a ResNet-18 layer (C2 .. C11), conv:H,W,C
 or dense:N,K,M (--target systolic also takes gemm:M,K,N).  Every trial is one simulation;
 records go to --records (JSONL; rerun to resume).
 
+tuners (--tuner):
+{tuners}
+
 examples:
-  dcoc tune-task C2 --tuner dcoc --trials 100
+  dcoc tune-task C2 --tuner dcoc --trials 100          # the paper's agents
   dcoc tune-task conv:28,28,128,128,3,1,1 --hw pynq_4x8 --tuner xgb --trials 300 --records c5.jsonl
   dcoc tune-task C5 --target systolic --hw ws32x16_i16w15o15 --tuner dcoc --trials 100
   dcoc tune-task C2 --trials 50 --json -      # the result as JSON on stdout"""
@@ -20,9 +23,8 @@ examples:
 
 def add_arguments(parser) -> None:
     parser.add_argument("workload", metavar="WORKLOAD", help="C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
-    from dcoc.method.agent_groups import MODES
+    from dcoc.cli.common import add_tuner_argument
     from dcoc.targets import available
-    from dcoc.tuners import names as tuner_names
 
     parser.add_argument("--target", default="vta", choices=available(),
                         help="accelerator target (default: vta)")
@@ -32,10 +34,7 @@ def add_arguments(parser) -> None:
                         help="accelerator: vta preset (pynq, pynq_4x8, ultra96, zcu104) or config name "
                              "(default: pynq); systolic: a name like ws16x16_i15w15o15 (default: the "
                              "board's 16x16 default)")
-    parser.add_argument("--tuner", default="dcoc", choices=tuner_names(),
-                        help="search method (default: dcoc)")
-    parser.add_argument("--agents", default="dcoc", choices=list(MODES),
-                        help="dcoc only: knob-to-agent split (default: dcoc)")
+    add_tuner_argument(parser)
     parser.add_argument("--trials", type=int, default=200, help="simulation budget (default: 200)")
     parser.add_argument("--seed", type=int, default=0, help="the one seed (default: 0)")
     parser.add_argument("--records", default=None, help="append records to this JSONL file (resumes)")
@@ -52,10 +51,11 @@ def run(args) -> int:
     from dcoc.errors import DcocError
     from dcoc.results.plots import ascii_curve
     from dcoc.targets import get as get_target
-    from dcoc.tuners import DCOC_FAMILY
+    from dcoc.tuners import tuner_kwargs
 
     # validate before the progress bar starts: an error must be the only output
     out = Output(args)
+    tuner_kwargs(args.tuner)
     tg = get_target(args.target)
     wl = tg.workload(args.workload)
     bd = tg.board(args.board or tg.default_board)
@@ -81,11 +81,10 @@ def run(args) -> int:
                        if tuner.best_config is not None else "")
 
         callbacks.append(cb)
-    kw = {"agents": args.agents} if args.tuner in DCOC_FAMILY else {}
     try:
         r = tune_task(wl, hw=hw, target=tg.name, tuner=args.tuner, trials=args.trials, seed=args.seed,
                       records=args.records, n_workers=args.workers,
-                      early_stopping=args.early_stopping, callbacks=callbacks, **kw)
+                      early_stopping=args.early_stopping, callbacks=callbacks)
     finally:
         if bar is not None:
             bar.close()

@@ -55,6 +55,24 @@ def add_target_argument(parser: argparse.ArgumentParser, default: str = "vta") -
                         help=f"{TARGET_HELP} (default: {default})")
 
 
+def tuner_table() -> str:
+    """The registered tuner names and what each runs (``--help`` and the README print it)."""
+    from dcoc.tuners import DEFAULT, DESCRIPTIONS
+
+    width = max(len(n) for n in DESCRIPTIONS)
+    return "\n".join(f"  {n:<{width}}  {d}" for n, d in DESCRIPTIONS.items()) + (
+        f"\n  (default: {DEFAULT}, on every target; NAME:key=value,... sets a DCOC-family "
+        "setting,\n  e.g. surrogate:select=confidence or dcoc:explore_frac=0)")
+
+
+def add_tuner_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--tuner NAME[:key=value,...]`` (checked by :func:`dcoc.tuners.tuner_kwargs`)."""
+    from dcoc.tuners import DEFAULT
+
+    parser.add_argument("--tuner", default=DEFAULT, metavar="NAME",
+                        help=f"search method (default: {DEFAULT}); the names are listed below")
+
+
 _DIMS = re.compile(r"^\s*\d+(\s*[,x]\s*\d+)*\s*$")
 
 

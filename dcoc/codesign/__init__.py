@@ -5,13 +5,11 @@ Data flow: model tasks -> :class:`~dcoc.targets.Layer` s (``target.layers(tasks)
 tracks the best model latency per hardware config) <- ask/tell -> a driver that decides:
 
 * :class:`SoftwareTuning` (:mod:`.software`) -- fixed hardware: one tuner per layer;
-* :class:`DCOCCoDesign` (:mod:`.joint`) -- DCOC's joint co-design on :class:`dcoc.method.core.DCOCCore`
-  (by default without agents and with top-k selection: the surrogate proposes and the
-  predicted best are measured, docs/method.md §12; its ablations: ``dcoc-agents``,
-  ``dcoc-frozen``, ``dcoc:select=confidence``; ``dcoc-noagents``, ``dcoc-topk`` and
-  ``surrogate`` are ``dcoc`` itself here);
-  ``prior=`` warm-starts it from other models' runs (:class:`Prior`, :mod:`.prior`);
-* :class:`JointCoDesign` (:mod:`.baselines`) -- the baseline tuners, proposing (hardware,
+* :class:`DCOCCoDesign` (:mod:`.driver`) -- the DCOC family (``surrogate``, ``dcoc``,
+  ``dcoc-frozen``) on :class:`dcoc.method.core.DCOCCore` over the joint space
+  (:class:`CoDesignProblem`); ``prior=`` warm-starts it from other models' runs
+  (:class:`Prior`, :mod:`.prior`);
+* :class:`JointCoDesign` (:mod:`.baselines`) -- the other tuners, proposing (hardware,
   schedule) jointly (the default); :class:`NestedCoDesign` -- hardware outer, software
   inner (``baseline="nested"``); :class:`SweepCoDesign` -- the ``sweep`` reference.
 
@@ -20,38 +18,37 @@ tracks the best model latency per hardware config) <- ask/tell -> a driver that 
 from __future__ import annotations
 
 from dcoc.codesign.baselines import JointCoDesign, NestedCoDesign, SweepCoDesign
-from dcoc.codesign.joint import CoDesignProblem, DCOCCoDesign, config_tag
+from dcoc.codesign.driver import DCOCCoDesign, config_tag
 from dcoc.codesign.prior import Prior
+from dcoc.codesign.problem import CoDesignProblem
 from dcoc.codesign.session import Session
 from dcoc.codesign.software import (SoftwareTuning, default_jobs, default_schedules, fitting_default,
                                     tune_software)
-from dcoc.method.core import CoDesignConfig, DCOCConfig
+from dcoc.method.config import CoDesignConfig, DCOCConfig
 from dcoc.targets.target import Layer
 
 BASELINE_MODES = ("joint", "nested")
 
 
-def vta_layers(tasks):
-    """Split extracted tasks into VTA layers and CPU layers (``[(name, kind, count)]``)."""
-    from dcoc.targets import get
-
-    return get("vta").layers(tasks)
-
-
-def make_driver(session, board, tuner: str, seed: int, agents: str = "dcoc", baseline: str = "joint",
-                hardware=None, **kwargs):
-    """The driver for ``tuner``: software-only on ``hardware`` if given, else co-design."""
+def make_driver(session, board, tuner: str, seed: int, baseline: str = "joint", hardware=None,
+                config: DCOCConfig | None = None, **kwargs):
+    """The driver for ``tuner`` (a name or ``NAME:key=value`` spec): software-only on
+    ``hardware`` if given, else co-design.  ``config``: a DCOC-family tuner's config
+    (default: the one its name and spec define)."""
     from dcoc.errors import DcocError
-    from dcoc.tuners import DCOC_FAMILY, get_tuner
+    from dcoc.tuners import DCOC_FAMILY, parse, tuner_kwargs
 
     if baseline not in BASELINE_MODES:
         raise DcocError(f"unknown baseline co-design '{baseline}'; choose one of {', '.join(BASELINE_MODES)}")
+    name = parse(tuner)[0]
     if hardware is not None:
-        kw = {"agents": agents} if tuner in DCOC_FAMILY else None
-        return SoftwareTuning(session, hardware, tuner, seed, tuner_kwargs=kw)
-    if tuner in DCOC_FAMILY:
-        return DCOCCoDesign(session, board, seed, agents=agents, **get_tuner(tuner).variant, **kwargs)
-    if tuner == "sweep":
+        return SoftwareTuning(session, hardware, tuner, seed,
+                              tuner_kwargs={"config": config} if config is not None else None)
+    if name in DCOC_FAMILY:
+        cls, kw = tuner_kwargs(tuner)
+        cfg = cls.check_config(config) if config is not None else kw.get("config", cls.config())
+        return DCOCCoDesign(session, board, seed, config=cfg, **kwargs)
+    if name == "sweep":
         return SweepCoDesign(session, board, seed, **kwargs)
     if baseline == "nested":
         return NestedCoDesign(session, board, tuner, seed, **kwargs)
@@ -61,5 +58,5 @@ def make_driver(session, board, tuner: str, seed: int, agents: str = "dcoc", bas
 __all__ = [
     "BASELINE_MODES", "CoDesignConfig", "CoDesignProblem", "DCOCCoDesign", "DCOCConfig", "config_tag",
     "JointCoDesign", "Layer", "NestedCoDesign", "Prior", "Session", "SoftwareTuning", "SweepCoDesign",
-    "default_jobs", "default_schedules", "fitting_default", "make_driver", "tune_software", "vta_layers",
+    "default_jobs", "default_schedules", "fitting_default", "make_driver", "tune_software",
 ]

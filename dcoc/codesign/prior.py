@@ -1,15 +1,13 @@
 """Warm-start of DCOC's co-design from the measurements of *other* models (transfer).
 
 A :class:`Prior` holds measurements ``(layer, hardware, schedule, seconds)`` of other
-models on the same target, the hardware configs their runs found best, and optionally the
-agents' weights after such a run.  :class:`dcoc.codesign.DCOCCoDesign` (``prior=``) uses it
+models on the same target and the hardware configs their runs found best.
+:class:`dcoc.codesign.DCOCCoDesign` (``prior=``) uses it
 
 * to pre-fit the per-kind cost models (the features -- workload descriptor, hardware,
   schedule -> efficiency = ideal / measured seconds -- are model-independent) before the
   target model's first measurement;
-* to put the source runs' best hardware configs on the shortlist of configs to open;
-* optionally (``CoDesignConfig.prior_agents``, off by default) to start the agents from
-  the source run's weights (same board: same knob layout).
+* to put the source runs' best hardware configs on the shortlist of configs to open.
 
 Prior measurements are never counted as trials, never measured again and never written
 to the target run's records (they live in the driver's cost-model data only).
@@ -35,7 +33,6 @@ from collections import Counter
 from dcoc.errors import DcocError
 
 LAYERS_FILE = "layers.json"
-AGENTS_FILE = "agents.pt"
 
 
 @dataclasses.dataclass
@@ -43,13 +40,11 @@ class Prior:
     """Measurements and best hardware of other models' co-design runs (see the module doc).
 
     ``rows``: ``[(Layer, hw, knobs, seconds | inf)]``; ``best_hw``: hardware configs, best
-    first (each source's ranking interleaved); ``agents``: a state of
-    :meth:`DCOCCoDesign.agent_state` or None; ``sources``: labels, for messages.
+    first (each source's ranking interleaved); ``sources``: labels, for messages.
     """
 
     rows: list = dataclasses.field(default_factory=list)
     best_hw: list = dataclasses.field(default_factory=list)
-    agents: dict | None = None
     sources: list = dataclasses.field(default_factory=list)
 
     def __len__(self) -> int:
@@ -57,9 +52,9 @@ class Prior:
 
     # ------------------------------------------------------------------ builders
     @classmethod
-    def from_sessions(cls, sessions, agents: dict | None = None) -> "Prior":
+    def from_sessions(cls, sessions) -> "Prior":
         """From finished :class:`~dcoc.codesign.Session` s (other models, same target/board)."""
-        p = cls(agents=agents)
+        p = cls()
         rankings = []
         for s in sessions:
             for (hname, li, key), cost in s.measured.items():
@@ -72,7 +67,7 @@ class Prior:
 
     @classmethod
     def load(cls, paths, target="vta", board=None) -> "Prior":
-        """From run directories (``records.jsonl`` [+ ``layers.json``, ``agents.pt``]) or
+        """From run directories (``records.jsonl`` [+ ``layers.json``]) or
         records files; DcocError (one line) for a missing or corrupt source."""
         from dcoc.search.records import Records
         from dcoc.targets import get as get_target
@@ -128,38 +123,38 @@ class Prior:
                     lat[h] = sum(counts.get(t, 1) * best[(h, t)] for t in tasks)
             rankings.append([hws[h] for h in sorted(lat, key=lat.get)])
             p.sources.append(rec_path)
-            ag = os.path.join(os.path.dirname(rec_path), AGENTS_FILE)
-            if p.agents is None and os.path.isfile(ag):
-                p.agents = load_agents(ag)
         p.best_hw = _interleave(rankings)
         return p
 
 
-def training_data(prior: Prior, problem) -> tuple[dict, list]:
-    """The prior as a co-design problem's data: ``({kind: (features, efficiency)}, hw)``.
+def training_data(prior: Prior, enc) -> tuple[dict, list]:
+    """The prior as co-design data: ``({kind: (features, efficiency)}, hw)``.
 
-    Features and efficiencies (``problem.bound`` / measured seconds, 0 for a failed
-    measurement) are computed as for the problem's own measurements; rows of kinds the
-    problem has no cost model for, or outside the target's spaces, are skipped.  ``hw``:
-    the prior's best configs rebuilt on the problem's board, those outside its hardware
-    space left out, best first.
+    Features and efficiencies (padded compute bound / measured seconds, 0 for a failed
+    measurement) are computed as for the run's own measurements; rows of kinds co-design
+    has no cost model for, or outside the target's spaces, are skipped.  ``hw``: the
+    prior's best configs rebuilt on the board of ``enc`` (a
+    :class:`~dcoc.codesign.encoding.JointEncoding`), those outside its hardware space left
+    out, best first.
     """
+    from dcoc.codesign.models import KINDS
+
     import numpy as np
 
     groups: dict = {}
     for layer, hw, knobs, cost in prior.rows:
-        if layer.kind in problem.models:
+        if layer.kind in KINDS:
             groups.setdefault((layer.key, hw.name), (layer, hw, []))[2].append((knobs, cost))
     feats: dict = {}
     for layer, hw, rows in groups.values():
-        sp = problem.target.sw_space(layer, hw)
+        sp = enc.target.sw_space(layer, hw)
         pts, ys = [], []
         for knobs, cost in rows:
             try:
                 pts.append(sp.point(knobs))
             except (DcocError, KeyError, ValueError):
                 continue  # a schedule outside this target's space
-            ys.append(problem.bound(layer, hw) / cost if math.isfinite(cost) and cost > 0 else 0.0)
+            ys.append(layer.bound_seconds(hw) / cost if math.isfinite(cost) and cost > 0 else 0.0)
         if pts:
             Xs, ys_ = feats.setdefault(layer.kind, ([], []))
             Xs.append(sp.point_features(np.array(pts, dtype=np.int64)))
@@ -174,10 +169,10 @@ def training_data(prior: Prior, problem) -> tuple[dict, list]:
             data[kind] = (X, y)
     hws, names = [], set()
     for hw in prior.best_hw:
-        vals = {k: getattr(hw, k, None) for k in problem.hw_knobs}
-        if any(v not in c for v, c in zip(vals.values(), problem.hw_choices)) or problem.hs.check(vals):
+        vals = {k: getattr(hw, k, None) for k in enc.hw_knobs}
+        if any(v not in c for v, c in zip(vals.values(), enc.hw_choices)) or enc.hs.check(vals):
             continue
-        h = problem.target.make_hw(vals, problem.board)
+        h = enc.target.make_hw(vals, enc.board)
         if h.name not in names:
             names.add(h.name)
             hws.append(h)
@@ -307,29 +302,6 @@ def _hw_from_name(name: str, tg, bd):
     return None
 
 
-# ---------------------------------------------------------------------- agents.pt
-def save_agents(path: str, state: dict) -> None:
-    import torch
-
-    d = os.path.dirname(path)
-    if d:
-        os.makedirs(d, exist_ok=True)
-    torch.save(state, path + ".tmp")
-    os.replace(path + ".tmp", path)
-
-
-def load_agents(path: str) -> dict:
-    import torch
-
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - torch raises many kinds for a bad file
-        raise DcocError(f"warm start: {path} is not a saved agents state ({type(exc).__name__})") from None
-    if not isinstance(state, dict) or "actors" not in state or "critic" not in state:
-        raise DcocError(f"warm start: {path} is not a saved agents state")
-    return state
-
-
 def as_prior(warm_start, target="vta", board=None) -> Prior | None:
     """A :class:`Prior` from what users pass: None, a Prior, Sessions, or paths."""
     if warm_start is None or isinstance(warm_start, Prior):
@@ -342,5 +314,4 @@ def as_prior(warm_start, target="vta", board=None) -> Prior | None:
     return Prior.load(items, target, board)
 
 
-__all__ = ["AGENTS_FILE", "LAYERS_FILE", "Prior", "as_prior", "load_agents", "read_layers", "save_agents",
-           "write_layers"]
+__all__ = ["LAYERS_FILE", "Prior", "as_prior", "read_layers", "write_layers"]

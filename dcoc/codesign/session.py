@@ -1,6 +1,6 @@
 """The Session: the one place that measures, resumes, counts trials and records.
 
-Drivers (:mod:`dcoc.codesign.software`, :mod:`dcoc.codesign.joint`,
+Drivers (:mod:`dcoc.codesign.software`, :mod:`dcoc.codesign.driver`,
 :mod:`dcoc.codesign.baselines`) only decide: ``driver.ask()`` returns jobs
 ``[(layer index, hardware, knobs)]`` and ``driver.tell(jobs, results)`` hears back.
 :meth:`Session.run` connects the two until the budget is spent or the driver has
@@ -12,7 +12,6 @@ every layer has at least one valid measurement there (the hardware is then *comp
 """
 from __future__ import annotations
 
-import collections
 import math
 import time
 
@@ -46,8 +45,6 @@ class Session:
         self.trials = 0
         self.hw: dict[str, object] = {}                 # name -> hardware config
         self.best: dict[tuple, tuple] = {}              # (hw name, layer idx) -> (cost, knobs)
-        self.stale: collections.Counter = collections.Counter()  # (hw name, layer idx) -> its
-        # measurements since its best was found (CoDesignConfig.stale_discount)
         self.measured: dict[tuple, float] = {}          # (hw name, layer idx, knobs key) -> cost|inf
         self.results: dict[tuple, MeasureResult] = {}   # same keys -> the result
         self.history: list[tuple[int, float]] = []      # (trial, best model latency s so far)
@@ -118,9 +115,6 @@ class Session:
             cur = self.best.get((hw.name, li))
             if r.valid and (cur is None or r.cost < cur[0]):
                 self.best[(hw.name, li)] = (r.cost, dict(knobs))
-                self.stale[(hw.name, li)] = 0
-            else:
-                self.stale[(hw.name, li)] += 1
             self.trials += 1
             lat = self.latency(hw.name)
             if lat is not None and lat < self.best_latency:

@@ -112,11 +112,6 @@ class SoftwareTuning:
             if (self.hw.name, li) not in self.s.best:  # and nothing valid: do not come back
                 self.exhausted.add(li)
 
-    @property
-    def uses_agents(self) -> bool:
-        """Whether any layer's tuner searches with agents (a DCOC tuner whose proposer has them)."""
-        return any(getattr(getattr(t, "core", None), "uses_agents", False) for t in self.tuners)
-
     def missing(self) -> list[int]:
         """Layers with no valid schedule on ``hw`` whose tuner has nothing left to propose."""
         return [li for li in range(len(self.tuners)) if (self.hw.name, li) not in self.s.best

@@ -41,28 +41,25 @@ import numpy as np
 import torch
 from torch import nn
 
+from dcoc.method.config import MAPPOConfig
 from dcoc.seeding import child_seed
 
 
-@dataclass
-class MAPPOConfig:
-    """Every hyperparameter of the agents, declared once (values documented in docs/method.md)."""
+#: agent names of the paper's split, by knob group (everything else: scheduling)
+_AGENT_OF_GROUP = {"hw": "hardware", "tile": "mapping"}
 
-    hidden: int = 64                 # width of the two hidden layers (actors and critic)
-    n_walkers: int = 32              # parallel walks per rollout
-    walk_length: int = 12            # steps per walk
-    moves: tuple = (-1, 0, 1)        # per-knob move set (choice-position deltas)
-    lr: float = 3e-4                 # Adam learning rate (actors and critic)
-    gamma: float = 0.9               # discount
-    gae_lambda: float = 0.95         # GAE lambda
-    clip: float = 0.2                # PPO ratio clip
-    epochs: int = 4                  # PPO epochs per update
-    minibatch: int = 256             # PPO minibatch size (transitions)
-    ent_coef: float = 0.01           # entropy bonus
-    vf_coef: float = 0.5             # critic loss weight
-    max_grad_norm: float = 0.5       # gradient clipping
-    invalid_penalty: float = 0.5     # reward for a move into a constraint-violating config
-    torch_threads: int = 1           # intra-op threads (small nets: 1 is fastest and deterministic)
+
+def agent_groups(space) -> tuple[list[list[int]], list[str]]:
+    """The paper's split of ``space``'s knobs: (knob index groups, agent names) of the
+    hardware agent (knob group ``hw``), the mapping agent (``tile``: tiling) and the
+    scheduling agent (the rest: virtual threads, unrolling, compute locations); empty
+    agents are dropped (a software-only task has no hardware agent)."""
+    order = ["hardware", "mapping", "scheduling"]
+    buckets: dict = {n: [] for n in order}
+    for i, k in enumerate(space.knobs):
+        buckets[_AGENT_OF_GROUP.get(k.group, "scheduling")].append(i)
+    names = [n for n in order if buckets[n]]
+    return [buckets[n] for n in names], names
 
 
 def _mlp(inp: int, out: int, hidden: int, out_gain: float = 1.0) -> nn.Sequential:

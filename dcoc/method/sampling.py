@@ -22,17 +22,9 @@ Also CHAMELEON's adaptive sampling lives with the ChameleonTuner
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-
-@dataclass
-class ConfidenceConfig:
-    kappa: float = 1.0           # std multiplier in the confidence bounds
-    threshold: float = 0.9       # eligibility: lcb >= threshold * max(lcb)
-    temperature: float = 0.02    # softmax temperature on lcb (normalized-throughput units)
-    explore_frac: float = 0.125  # share of each batch chosen by the upper bound
+from dcoc.method.config import ConfidenceConfig
 
 
 def confidence_select(mu, sigma, n: int, rng: np.random.Generator,

@@ -86,7 +86,8 @@ class TuneResult:
     layers: list = field(default_factory=list)
     cpu_layers: list = field(default_factory=list)
     board: str | None = None
-    agents: str | None = None
+    #: what the tuner ran, in words (``dcoc.tuners.describe``), as summaries print it
+    method: str | None = None
     model: str | None = None
     work_dir: str | None = None
     database_path: str | None = None
@@ -138,7 +139,7 @@ class TuneResult:
             "speedup": self.speedup,
             "trials": self.trials,
             "tuner": self.tuner,
-            "agents": self.agents,
+            "method": self.method,
             "seed": self.seed,
             "history": [[int(t), float(v)] for t, v in self.history],
             "layers": self.layers,

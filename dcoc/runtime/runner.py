@@ -312,7 +312,8 @@ class Session:
         """Calibrate, quantize, partition, offload and compile (once)."""
         from dcoc.runtime.offload import Offload
         from dcoc.runtime.quantize import calibration_inputs, quantize_layers
-        from tvm_plugin import byoc, quantize as tq
+        from tvm_plugin import byoc
+        from tvm_plugin import relax_quantize as tq
 
         if self.exe is not None:
             return

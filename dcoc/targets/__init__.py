@@ -22,6 +22,9 @@ REGISTRY = {
     "systolic": "dcoc.targets.systolic:SystolicTarget",
 }
 
+#: the accelerator target used when none is named
+DEFAULT_TARGET = "vta"
+
 _CACHE: dict = {}
 
 
@@ -31,10 +34,10 @@ def available() -> list[str]:
 
 
 def get(name=None) -> Target:
-    """The target called ``name`` (default ``vta``); a Target instance is returned as is."""
+    """The target called ``name`` (default :data:`DEFAULT_TARGET`); a Target instance is returned as is."""
     if isinstance(name, Target):
         return name
-    key = "vta" if name is None else str(name).strip().lower()
+    key = DEFAULT_TARGET if name is None else str(name).strip().lower()
     if key not in REGISTRY:
         raise TargetError(f"unknown accelerator target '{name}'; choose one of {', '.join(REGISTRY)}")
     if key not in _CACHE:
@@ -52,4 +55,4 @@ def boards(target=None) -> list[str]:
     return list(get(target).boards)
 
 
-__all__ = ["Layer", "REGISTRY", "Target", "available", "boards", "get", "is_accelerator"]
+__all__ = ["DEFAULT_TARGET", "Layer", "REGISTRY", "Target", "available", "boards", "get", "is_accelerator"]

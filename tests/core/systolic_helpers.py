@@ -29,10 +29,11 @@ class Counting(FunctionMeasurer):
         return super().measure_jobs(jobs)
 
 
-def small_config():
-    """DCOC with few walkers, models and boosting rounds: fast, still the full algorithm."""
-    cfg = cd.DCOCConfig()
-    cfg.mappo.n_walkers, cfg.mappo.walk_length = 8, 6
-    cfg.n_models, cfg.boost_rounds = 2, 20
-    cfg.codesign.round_size = 8
-    return cfg
+def small_config(tuner: str = "surrogate", **overrides):
+    """A DCOC-family tuner's config with few walkers, models and boosting rounds: fast, still
+    the full algorithm."""
+    from dcoc.tuners import get_tuner, parse
+
+    name, kw = parse(tuner)
+    return get_tuner(name).config(**{"n_walkers": 8, "walk_length": 6, "n_models": 2,
+                                     "boost_rounds": 20, "round_size": 8, **kw, **overrides})

@@ -1,9 +1,9 @@
-"""DCOC's building blocks: confidence sampling, knob clustering, MAPPO learning."""
+"""DCOC's building blocks: confidence sampling, the paper's agent split, MAPPO learning."""
 import numpy as np
 import pytest
 
-from dcoc.method.agent_groups import cluster_knobs, fixed_groups, make_groups
-from dcoc.method.mappo import MAPPO, MAPPOConfig
+from dcoc.method.config import MAPPOConfig
+from dcoc.method.mappo import MAPPO, agent_groups
 from dcoc.errors import DcocError
 from dcoc.method.sampling import ConfidenceConfig, confidence_select
 from dcoc.search import Knob, Space
@@ -23,50 +23,12 @@ def test_confidence_prefers_confident_good_candidates():
     assert len(confidence_select(mu[:0], sd[:0], 3, rng)) == 0
 
 
-def test_fixed_groups_follow_knob_groups():
+def test_the_papers_split_follows_knob_groups():
     s = Space([Knob("block", (8, 16), "hw"), Knob("th", (1, 2), "tile"), Knob("tw", (1, 2), "tile"),
                Knob("oc_nthread", (1, 2), "thread")])
-    assert fixed_groups(s, "dcoc") == ([[0], [1, 2], [3]], ["hardware", "mapping", "scheduling"])
-    assert fixed_groups(s, "single")[0] == [[0, 1, 2, 3]]
-    assert len(fixed_groups(s, "per-knob")[0]) == 4
-    with pytest.raises(DcocError, match="unknown agents mode"):
-        fixed_groups(s, "three")
-
-
-def test_correlation_clustering_recovers_interacting_pairs():
-    rng = np.random.default_rng(1)
-    n = 400
-    pts = rng.integers(0, 8, size=(n, 4))
-    # throughput is high when knob0 ~ knob1 and knob2 ~ 7 - knob3: two interacting pairs
-    y = np.exp(-np.abs(pts[:, 0] - pts[:, 1]) - np.abs(pts[:, 2] + pts[:, 3] - 7))
-    groups = cluster_knobs(pts, y)
-    assert sorted(map(sorted, groups)) == [[0, 1], [2, 3]]
-    s = Space([Knob(f"k{i}", tuple(range(8))) for i in range(4)])
-    g, names = make_groups(s, "clustered", pts, y, min_points=0)
-    assert names == ["k0+k1", "k2+k3"]
-    # no structure: the throughput ignores the knobs -> no positive silhouette -> the fixed split
-    y_flat = np.ones(n)
-    assert cluster_knobs(pts, y_flat) is None
-    assert make_groups(s, "clustered", pts, y_flat, min_points=0) == fixed_groups(s, "dcoc")
-
-
-def test_clustering_waits_for_enough_data():
-    """Below MIN_POINTS valid measurements ``clustered`` is the fixed split (partitions of
-    few random points are noise: docs/data/cluster_stability_tuning.txt)."""
-    from dcoc.method.agent_groups import MIN_POINTS
-
-    rng = np.random.default_rng(1)
-    n = 400
-    pts = rng.integers(0, 8, size=(n, 4))
-    y = np.exp(-np.abs(pts[:, 0] - pts[:, 1]) - np.abs(pts[:, 2] + pts[:, 3] - 7))
-    s = Space([Knob(f"k{i}", tuple(range(8))) for i in range(4)])
-    assert MIN_POINTS > n
-    assert make_groups(s, "clustered", pts, y) == fixed_groups(s, "dcoc")
-    assert make_groups(s, "clustered", pts, y, min_points=n)[1] == ["k0+k1", "k2+k3"]
-    # failed measurements (y = 0) do not count towards the threshold
-    y0 = y.copy()
-    y0[:10] = 0
-    assert make_groups(s, "clustered", pts, y0, min_points=n) == fixed_groups(s, "dcoc")
+    assert agent_groups(s) == ([[0], [1, 2], [3]], ["hardware", "mapping", "scheduling"])
+    # a software-only task has no hardware agent
+    assert agent_groups(Space(s.knobs[1:])) == ([[0, 1], [2]], ["mapping", "scheduling"])
 
 
 def _climb(cfg: MAPPOConfig, seed: int, updates: int) -> float:
@@ -114,16 +76,3 @@ def test_mappo_never_steps_into_invalid_configs():
     assert all(valid(tuple(p)) for p in r.points)
     assert len(r.walkers) == len(r.points)
 
-
-def test_clustering_attaches_constant_knobs_to_their_fixed_agent():
-    rng = np.random.default_rng(2)
-    n = 300
-    pts = rng.integers(0, 8, size=(n, 5))
-    pts[:, 4] = 3  # never varied in the warm-up
-    y = np.exp(-np.abs(pts[:, 0] - pts[:, 1]) - np.abs(pts[:, 2] + pts[:, 3] - 7))
-    s = Space([Knob("k0", tuple(range(8)), "tile"), Knob("k1", tuple(range(8)), "tile"),
-               Knob("k2", tuple(range(8)), "thread"), Knob("k3", tuple(range(8)), "thread"),
-               Knob("k4", tuple(range(8)), "thread")])
-    groups, names = make_groups(s, "clustered", pts, y, min_points=0)
-    assert sorted(map(sorted, groups)) == [[0, 1], [2, 3, 4]]
-    assert sorted(i for g in groups for i in g) == [0, 1, 2, 3, 4]

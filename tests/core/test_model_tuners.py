@@ -321,24 +321,3 @@ def test_subclass_proposable_filter_is_honoured():
     assert t.train_ct > 0 and t.trials > 0
     assert all(inp_cfg["d"] == 2 for inp_cfg in (t.space.config(p) for p in t.xs))
 
-
-def test_packsum_model_learns_a_sum_over_rows_deterministically():
-    """PackSumModel (MetaSchedule's pack-sum XGBoost): a sample's score is the sum of its
-    rows' outputs, so it ranks programs whose score adds up over their stores; the same
-    seed gives the same predictions, the bootstrap members a spread."""
-    from scipy.stats import spearmanr
-
-    from dcoc.method.costmodel import PackSumModel
-
-    rng = np.random.default_rng(0)
-    w = rng.random(6)
-    xs = [rng.random((int(rng.integers(1, 6)), 6)).astype(np.float32) for _ in range(160)]
-    y = np.array([float((x @ w).sum()) for x in xs])
-    m = PackSumModel(n_models=3, seed=1).fit(xs[:120], y[:120])
-    mu, sd = m.predict_with_uncertainty(xs[120:])
-    assert spearmanr(mu, y[120:]).correlation > 0.9
-    assert sd.mean() > 0
-    again = PackSumModel(n_models=3, seed=1).fit(xs[:120], y[:120]).predict(xs[120:])
-    assert np.array_equal(again, mu)
-    with pytest.raises(ValueError, match="at least one row"):
-        PackSumModel().fit([np.zeros((0, 6))], [1.0])

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from dcoc import codesign as cd
-from dcoc.codesign.prior import (AGENTS_FILE, LAYERS_FILE, Prior, as_prior, save_agents,
-                                 write_layers)
+from dcoc.codesign.prior import LAYERS_FILE, Prior, as_prior, write_layers
 from dcoc.errors import DcocError
 from dcoc.search import Records
 from dcoc.targets import Layer, get
@@ -33,11 +32,8 @@ def source(tmp_path_factory):
     d = tmp_path_factory.mktemp("src")
     s = cd.Session(_source_layers(), Counting(), 80, "dcoc", 0, Records(str(d / "records.jsonl")), target=SYS)
     write_layers(str(d / LAYERS_FILE), s.layers)
-    cfg = small_config()
-    cfg.proposer = "agents"   # co-design's default has no agents; the source saves some
-    drv = cd.DCOCCoDesign(s, BOARD, 0, config=cfg)
+    drv = cd.DCOCCoDesign(s, BOARD, 0, config=small_config())
     s.run(drv)
-    save_agents(str(d / AGENTS_FILE), drv.agent_state())
     return s, drv, str(d)
 
 
@@ -56,41 +52,24 @@ def _first_round(prior):
 # ------------------------------------------------------------------ the cost model
 def test_prior_prefits_the_cost_model_and_changes_the_first_proposals(source):
     s, _, _ = source
-    prior = Prior(rows=Prior.from_sessions([s]).rows)    # measurements only: no hardware, no agents
+    prior = Prior(rows=Prior.from_sessions([s]).rows)    # measurements only: no hardware
     fresh = cd.DCOCCoDesign(_session(), BOARD, 0, config=small_config())
     warm = cd.DCOCCoDesign(_session(), BOARD, 0, config=small_config(), prior=prior)
-    assert not fresh.problem.models["conv2d"].fitted
-    assert warm.problem.models["conv2d"].fitted and warm.problem.models["dense"].fitted
+    assert not fresh.problem.models.models["conv2d"].fitted
+    assert warm.problem.models.models["conv2d"].fitted and warm.problem.models.models["dense"].fitted
     # used before any measurement of the target model: predictions are no longer the
     # untrained placeholder (4x the compute-bound time)
     hw = SYS.default_hw(BOARD)
     items = [(li, hw, SYS.default_schedule(l, hw)) for li, l in enumerate(warm.s.layers)]
-    mu_f, _ = fresh.problem.predict_many(items)
-    mu_w, _ = warm.problem.predict_many(items)
-    ideal = np.array([warm.problem.bound(l, hw) for l in warm.s.layers])
+    mu_f, _ = fresh.problem.models.predict_many(items)
+    mu_w, _ = warm.problem.models.predict_many(items)
+    ideal = np.array([l.bound_seconds(hw) for l in warm.s.layers])
     assert np.allclose(mu_f, 4 * ideal) and not np.allclose(mu_w, 4 * ideal)
     d0, start0, round0 = _first_round(None)
     d1, start1, round1 = _first_round(prior)
     assert start0 == start1                          # both start from the default design
     key = lambda jobs: [(li, hw.name, sorted(k.items())) for li, hw, k in jobs]  # noqa: E731
     assert key(round0) != key(round1)
-
-
-def test_prior_data_is_kept_apart_and_dropped_after_enough_own_data(source):
-    s, _, _ = source
-    prior = Prior.from_sessions([s])
-    cfg = small_config()
-    cfg.codesign.prior_drop_after = 10
-    d = cd.DCOCCoDesign(_session(60), BOARD, 0, config=cfg, prior=prior)
-    n_prior = len(d.problem.prior_data["conv2d"][1])
-    assert n_prior == sum(1 for (_, li, _) in s.measured if s.layers[li].kind == "conv2d")
-    d.s.run(d)
-    own = len(d.problem.data["conv2d"][1])
-    assert own >= 10
-    X, y = d.problem._training_set("conv2d")
-    assert len(y) == own                             # the prior left the training set
-    cfg.codesign.prior_drop_after = 0
-    assert len(d.problem._training_set("conv2d")[1]) == own + n_prior
 
 
 def test_prior_is_never_counted_measured_or_recorded(source, tmp_path):
@@ -106,27 +85,20 @@ def test_prior_is_never_counted_measured_or_recorded(source, tmp_path):
     assert all(0 <= li < len(t.layers) for (_, li, _) in t.measured)
 
 
-# ------------------------------------------------------------------ hardware + agents
-def test_prior_best_hardware_is_scored_and_agents_start_from_saved_weights(source):
+# ------------------------------------------------------------------ hardware
+def test_prior_best_hardware_is_scored(source):
     s, drv, run_dir = source
     p = Prior.load([run_dir], "systolic", BOARD)
-    assert len(p) == s.trials and p.agents is not None
+    assert len(p) == s.trials
     assert p.best_hw[0].name == s.best_hw
-    on = small_config()
-    on.proposer, on.codesign.prior_agents = "agents", True
-    d = cd.DCOCCoDesign(_session(), BOARD, 0, config=on, prior=p)
-    assert [h.name for h in d.problem.prior_hw][:1] == [s.best_hw]
-    jobs = d.ask()
-    d.tell(jobs, d.s.measure(jobs))
-    d.ask()                                          # first round builds the agents
-    assert d.core.agent_init_used
-    a = d.core.agents.actors.state_dict()
-    b = drv.core.agents.actors.state_dict()
-    first = next(iter(a))
-    assert a[first].shape == b[first].shape
-    on.codesign.prior_agents = False                                           # default: fresh agents
-    d2 = cd.DCOCCoDesign(_session(), BOARD, 0, config=on, prior=p)
-    assert d2.core.agent_init is None
+    d = cd.DCOCCoDesign(_session(), BOARD, 0, config=small_config(), prior=p)
+    assert [h.name for h in d.problem.models.prior_hw][:1] == [s.best_hw]
+    # the data stay apart from the run's own and join every fit
+    n_prior = len(d.problem.models.prior_data["conv2d"][1])
+    assert n_prior == sum(1 for (_, li, _) in s.measured if s.layers[li].kind == "conv2d")
+    d.s.run(d)
+    own = len(d.problem.models.data["conv2d"][1])
+    assert len(d.problem.models._training_set("conv2d")[1]) == own + n_prior
 
 
 # ------------------------------------------------------------------ bad input
@@ -145,12 +117,6 @@ def test_bad_warm_start_sources_are_one_line_errors(source, tmp_path):
     (other / "records.jsonl").write_text(open(os.path.join(run_dir, "records.jsonl")).read())
     (other / LAYERS_FILE).write_text("[{\"key\": 1}]")
     cases["bad layers"] = str(other)
-    ag = tmp_path / "ag"
-    ag.mkdir()
-    (ag / "records.jsonl").write_text(open(os.path.join(run_dir, "records.jsonl")).read())
-    (ag / LAYERS_FILE).write_text(open(os.path.join(run_dir, LAYERS_FILE)).read())
-    (ag / AGENTS_FILE).write_bytes(b"garbage")
-    cases["bad agents"] = str(ag)
     for what, path in cases.items():
         with pytest.raises(DcocError) as ei:
             Prior.load([path], "systolic", BOARD)

@@ -4,13 +4,11 @@ A point of a :class:`~tvm_plugin.metaschedule.trace_space.TraceSpace` is replaye
 schedule (:meth:`TraceSpace.apply`), MetaSchedule's ``PerStoreFeature`` extractor (the one
 its XGBoost cost model learns on) gives one 164-wide row per buffer store, and the rows
 are aggregated into a fixed-width vector -- the sum and the maximum over stores -- so that
-every task, whatever its number of stores, lives in the same feature space.  The rows
-themselves are available too (:meth:`MSProgramFeatures.with_stores`), for a model that
-learns on them as MetaSchedule's does (``DCOCConfig.program_model = "per-store"``).
+every task, whatever its number of stores, lives in the same feature space.
 
-Replaying and extracting costs about 20 ms per point on a 2-core machine, so the DCOC
-tuner asks for program features only for the few candidates a round re-ranks
-(``DCOCConfig.program_rerank``); the schedules built for them are kept (a bounded cache)
+Replaying and extracting costs about 20 ms per point on a 2-core machine, so the ranker
+asks for program features only for the candidates a round re-ranks
+(:class:`~tvm_plugin.metaschedule.program.ProgramConfig`); the schedules built for them are kept (a bounded cache)
 so that the search strategy does not replay a chosen candidate a second time.
 """
 from __future__ import annotations
@@ -70,18 +68,12 @@ class MSProgramFeatures:
         return np.stack([sum_max(a) for a in store_rows(self.extractor, self.ctx, schs)])
 
     def __call__(self, points) -> np.ndarray:
-        return self.with_stores(points)[0]
-
-    def with_stores(self, points) -> tuple[np.ndarray, list[np.ndarray]]:
-        """``(features [n, dim], per-store rows)``: the aggregated features and each point's
-        ``[stores, 164]`` rows (``[0, 164]`` where it does not build), from one extraction
-        (``DCOCConfig.program_model = "per-store"`` learns on the rows)."""
+        """``[n, dim]`` features of ``points`` (NaN rows where a point does not build)."""
         import time
 
         t0 = time.perf_counter()
         space = self.ts.space
         out = np.full((len(points), self.dim), np.nan, np.float32)
-        stores = [np.zeros((0, self.dim // 2), np.float32) for _ in range(len(points))]
         schs, where = [], []
         for i, p in enumerate(np.asarray(points, dtype=np.int64)):
             cfg = space.config(tuple(int(x) for x in p))
@@ -92,13 +84,10 @@ class MSProgramFeatures:
             schs.append(sch)
             where.append(i)
         if schs:
-            rows = store_rows(self.extractor, self.ctx, schs)
-            out[where] = np.stack([sum_max(a) for a in rows])
-            for i, a in zip(where, rows):
-                stores[i] = a
+            out[where] = self._extract(schs)
         self.seconds += time.perf_counter() - t0
         self.n_points += len(points)
-        return out, stores
+        return out
 
     def _remember(self, key, sch) -> None:
         self._sch[key] = sch

@@ -3,17 +3,17 @@
 Two adapters between MetaSchedule (TVM 0.27) and :mod:`dcoc.tuners`, both on the knob
 view of design-space traces (:mod:`tvm_plugin.metaschedule.trace_space`):
 
-* :class:`TunerStrategy` -- a ``PySearchStrategy`` that lets ANY dcoc tuner (``"random"``,
-  ``"grid"``, ``"ga"``, ``"xgb"``, ``"rl"``, ``"chameleon"``, ``"dcoc"``) search inside
-  ``ms.tune_tasks`` / ``ms.relax_integration.tune_relax``::
+* :class:`TunerStrategy` -- a ``PySearchStrategy`` that lets any dcoc tuner (the default
+  ``surrogate``, ``dcoc``, ``dcoc-frozen``, ``xgb``, ``rl``, ``chameleon``, ``ga``,
+  ``random``, ``grid``, ``sweep``) search inside ``ms.tune_tasks`` /
+  ``ms.relax_integration.tune_relax``::
 
       db = ms.relax_integration.tune_relax(mod, {}, target, work_dir, 256,
-                                           strategy=DCOCSearchStrategy(seed=0),
+                                           strategy=TunerStrategy(seed=0, max_trials_global=256),
                                            cost_model="random")
 
-  :class:`DCOCSearchStrategy` is the one with tuner ``"dcoc"`` (in MetaSchedule: the
-  XGBoost ensemble's own search over the knobs, top-k, program features and one pool per
-  run for cold tasks; the agents and the confidence rule are opt-in there, :data:`MS_DEFAULTS`).
+  With few trials per task a DCOC-family tuner also ranks with program features shared
+  across the run's tasks (:mod:`tvm_plugin.metaschedule.program`).
 * :class:`MetaScheduleMeasurer` + :func:`ms_tuning_task` -- the AutoTVM-style way round:
   a :class:`dcoc.search.TuningTask` for one MetaSchedule task and a
   :class:`dcoc.search.Measurer` that builds and runs its configs, so
@@ -29,9 +29,8 @@ MetaSchedule contract kept by :class:`TunerStrategy`:
   between batches, so after one short batch (too few distinct schedules) it would start a
   full batch at, say, 255 of 256 trials and end at 271.  All clones count against one total.
 * MetaSchedule pre-tunes every task of a run before the first batch, so at its first
-  batch a task knows the run's budget per task (:meth:`TunerStrategy.per_task`); a DCOC
-  tuner turns its cold-task setting on below ``DCOCConfig.cold_below``
-  (``few_trials``) and is then given program features.
+  batch a task knows the run's budget per task (:meth:`TunerStrategy.per_task`); below
+  ``ProgramConfig.few_trials_below`` a DCOC-family tuner is given a program-feature ranker.
 * The strategy never writes the database: MetaSchedule's ``AddToDatabase`` measure callback
   commits every candidate; run costs reach the tuner from ``RunnerResult.run_secs``.
 * ``clone()`` returns a new decorated object (``tune_relax`` clones once per task); all
@@ -77,6 +76,8 @@ from dcoc.search.msdb import FAILED_SECS
 from dcoc.search.space import Space
 from dcoc.search.tuning_task import TuningTask
 from dcoc.seeding import child_seed
+from dcoc.tuners import DEFAULT as DEFAULT_TUNER
+from tvm_plugin.metaschedule.program import ProgramConfig
 from tvm_plugin.metaschedule.trace_space import TraceSpace, schedule_hash
 
 from tvm.ir.utils import derived_object  # noqa: E402 - tvm_plugin is the tvm side
@@ -126,45 +127,16 @@ def _candidate(sch) -> Any:
 
 
 # ============================================================================ strategy
-#: DCOCConfig fields that a DCOC tuner in MetaSchedule takes where its config leaves them
-#: unset (None).  Issue 13 keeps a component in the default only where it shows a
-#: significant gain; on whole models none of DCOC's agents, their learning or the
-#: confidence rule ever did (sessions 27, 28, 36; docs/RESULTS.md), and the current
-#: default was not significantly faster than the ensemble's own search with top-k
-#: (session 36, "The honest MetaSchedule default"), so candidates come from the knob
-#: ensemble's simulated annealing and the batch is its top-k.  ``proposer="agents"``,
-#: ``select="confidence"`` (and ``learn=True``) restore the agents, the rule and learning.
-MS_DEFAULTS = {"learn": False, "proposer": "surrogate", "select": "topk"}
-
-
-def with_ms_defaults(tuner_kwargs: dict) -> dict:
-    """``tuner_kwargs`` of a DCOC-family tuner with :data:`MS_DEFAULTS` filled into the
-    unset fields of its ``config`` (a copy; the caller's config is not changed)."""
-    from dataclasses import replace
-
-    from dcoc.method.core import DCOCConfig
-
-    cfg = tuner_kwargs.get("config")
-    cfg = replace(cfg) if cfg is not None else DCOCConfig()
-    for k, v in MS_DEFAULTS.items():
-        if getattr(cfg, k) is None:
-            setattr(cfg, k, v)
-    return {**tuner_kwargs, "config": cfg}
-
-
 class _TunerStrategy(PySearchStrategy):
     """Implementation of :class:`TunerStrategy` (use the decorated class)."""
 
-    def __init__(self, tuner: str = "dcoc", seed: int = 0, tuner_kwargs: dict | None = None,
+    def __init__(self, tuner: str = DEFAULT_TUNER, seed: int = 0, tuner_kwargs: dict | None = None,
                  warm_start: bool = True, max_proposals: int = 8, state: dict | None = None,
-                 max_trials_global: int | None = None):
-        from dcoc.tuners import DCOC_FAMILY
-
+                 max_trials_global: int | None = None, program: ProgramConfig | None = None):
         self.tuner_name = tuner
         self.seed = int(seed)
         self.tuner_kwargs = dict(tuner_kwargs or {})
-        if tuner in DCOC_FAMILY:  # resolved once per strategy (idempotent for clones)
-            self.tuner_kwargs = with_ms_defaults(self.tuner_kwargs)
+        self.program = program if program is not None else ProgramConfig()
         self.warm_start = bool(warm_start)
         self.max_proposals = int(max_proposals)
         self.state = state if state is not None else {}
@@ -212,7 +184,7 @@ class _TunerStrategy(PySearchStrategy):
         else:
             self.tuner = dcoc.tuners.create(self.tuner_name, self.task, seed=self.task_seed,
                                             **self.tuner_kwargs)
-        self.features = self._program_features()
+        self.features = None      # program features, once a ranker is attached (first batch)
         self.sized = False        # told the tuner the run's trials per task (first batch)
         self.max_trials = int(max_trials)
         self.per_iter = max(1, int(num_trials_per_iter))
@@ -276,7 +248,7 @@ class _TunerStrategy(PySearchStrategy):
     def _ctor_kwargs(self) -> dict:
         return {"tuner": self.tuner_name, "seed": self.seed, "tuner_kwargs": self.tuner_kwargs,
                 "warm_start": self.warm_start, "max_proposals": self.max_proposals,
-                "state": self.state}
+                "state": self.state, "program": self.program}
 
     # -------------------------------------------------------------- helpers
     def _generate(self):
@@ -357,30 +329,23 @@ class _TunerStrategy(PySearchStrategy):
         return min(float(self.max_trials), total / max(1, self.state.get("run_tasks", 1)))
 
     def _size_tuner(self) -> None:
-        """Before the first batch every task of the run is known: a tuner that adapts to
-        few trials per task (DCOC's ``cold_below``) is told, then given program features."""
-        few = getattr(self.tuner, "few_trials", None)
-        if few is not None and few(self.per_task()) and self.features is None:
-            self.features = self._program_features()
-            self._publish()
-
-    def _program_features(self):
-        """Give a DCOC tuner the task's program features and the run's shared pool
-        (tvm_plugin.metaschedule.program; opt-in: ``DCOCConfig(program_rerank=4)``)."""
-        problem = getattr(self.tuner, "problem", None)
-        cfg = getattr(self.tuner, "cfg", None)
-        if problem is None or not hasattr(problem, "set_program") or cfg.program_rerank <= 0:
-            return None
-        from tvm_plugin.metaschedule.program import SharedPool
+        """Before the first batch every task of the run is known: with fewer trials per task
+        than ``program.few_trials_below``, a DCOC-family tuner gets a program-feature ranker
+        that learns from the run's shared pool."""
+        attach = getattr(self.tuner, "attach_ranker", None)
+        if attach is None or not self.per_task() < self.program.few_trials_below:
+            return
         from tvm_plugin.metaschedule.features import MSProgramFeatures
+        from tvm_plugin.metaschedule.program import ProgramRanker, SharedPool
 
         try:
             feats = MSProgramFeatures(self.tspace, self.context)
         except Exception:  # noqa: BLE001 - no features for this task: knob features only
-            return None
-        pool = self.state.setdefault("pool", SharedPool()) if cfg.program_share else None
-        problem.set_program(feats, pool, key=self.name)
-        return feats
+            return
+        pool = self.state.setdefault("pool", SharedPool())
+        attach(ProgramRanker(self.tuner.problem, feats, pool, self.name, self.program))
+        self.features = feats
+        self._publish()
 
     def _warm_start(self, database) -> None:
         """Replay the database's records of this task into the tuner and the caches."""
@@ -447,8 +412,8 @@ TunerStrategy.__doc__ = """A MetaSchedule search strategy driven by a dcoc tuner
 
 Parameters
 ----------
-tuner: a :mod:`dcoc.tuners` name ("random", "grid", "ga", "xgb", "rl", "chameleon",
-    "dcoc") or a Tuner subclass.
+tuner: a :mod:`dcoc.tuners` name or ``NAME:key=value`` spec (default ``surrogate``), or a
+    Tuner subclass.
 seed: the one seed (per-task tuner seeds are derived from it and the task name).
 tuner_kwargs: extra keyword arguments of the tuner's constructor.
 warm_start: replay the database's records of each task (resume; see module docstring).
@@ -458,48 +423,9 @@ max_trials_global: the run's total budget (pass the same number as to ``tune_rel
     ``tune_tasks``): the last batch is cut so the run ends there.  MetaSchedule's scheduler
     checks its total only between batches and would otherwise overshoot by up to one batch.
     ``tune_model`` sets it.
-"""
-
-
-class _DCOCStrategy(_TunerStrategy):
-    """Implementation of :class:`DCOCSearchStrategy` (use the decorated class)."""
-
-    def __init__(self, seed: int = 0, agents: str = "dcoc", warm_start: bool = True,
-                 max_proposals: int = 8, state: dict | None = None, tuner_kwargs=None,
-                 tuner: str = "dcoc", max_trials_global: int | None = None, **kw):
-        kwargs = dict(tuner_kwargs or {})
-        kwargs.update(kw)
-        kwargs["agents"] = agents
-        self.agents = agents
-        super().__init__(tuner=tuner, seed=seed, tuner_kwargs=kwargs, warm_start=warm_start,
-                         max_proposals=max_proposals, state=state,
-                         max_trials_global=max_trials_global)
-
-    def _ctor_kwargs(self) -> dict:
-        kw = super()._ctor_kwargs()
-        kw["agents"] = self.agents
-        return kw
-
-
-DCOCSearchStrategy = derived_object(_DCOCStrategy)
-DCOCSearchStrategy.__doc__ = """DCOC as a MetaSchedule search strategy.
-
-``DCOCSearchStrategy(seed=0, agents="dcoc", **kw)`` = :class:`TunerStrategy` with tuner
-``"dcoc"``: agent 1 acts on the tiling knobs (``SamplePerfectTile``), agent 2 on the rest
-(``SampleCategorical`` unroll, ``SampleComputeLocation``, ``design_space``); ``agents`` may
-also be ``"clustered"``, ``"single"`` or ``"per-knob"``.  Extra keyword arguments go to
-:class:`dcoc.tuners.dcoc_tuner.DCOCTuner` (e.g. ``config=DCOCConfig(...)``).
-
-When the run's budget per task is below ``DCOCConfig.cold_below`` (32; e.g. 256 trials
-over MobileNetV2's 33 tasks) every batch of a task with fewer than 32 measurements is
-ranked from 64 x n candidates by one program-feature model shared across the run's
-tasks (``dcoc.method.core.COLD_SETTING``, docs/method.md §13); pass ``max_trials_global`` so the
-share is computed on the run's total.  ``config=DCOCConfig(cold_below=0)`` turns it off.
-
-By default no agents propose in MetaSchedule: the knob ensemble's simulated annealing does,
-and the batch is the top-k by predicted mean (:data:`MS_DEFAULTS`; docs/method.md §13);
-``agents`` matters with ``config=DCOCConfig(proposer="agents")`` (or ``"both"``), whose
-agents walk without learning unless the config also sets ``learn=True``.
+program: :class:`~tvm_plugin.metaschedule.program.ProgramConfig` -- when a DCOC-family
+    tuner ranks with program features shared across tasks (default: below 32 trials per
+    task; ``ProgramConfig(few_trials_below=0)``: never).
 """
 
 
@@ -629,5 +555,5 @@ class MetaScheduleMeasurer(Measurer):
             close_builder(self.builder)
 
 
-__all__ = ["TunerStrategy", "DCOCSearchStrategy", "MetaScheduleMeasurer", "ms_tuning_task",
+__all__ = ["TunerStrategy", "MetaScheduleMeasurer", "ms_tuning_task",
            "runner_result", "record_result"]

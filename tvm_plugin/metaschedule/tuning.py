@@ -48,6 +48,7 @@ from typing import Any, Mapping, Sequence
 
 from dcoc.errors import DcocError, TargetError
 from dcoc.results.result import TuneResult
+from dcoc.tuners import DEFAULT as DEFAULT_TUNER
 
 #: names of MetaSchedule's own strategies accepted as ``tuner``
 MS_STRATEGIES = {"evolutionary": "evolutionary", "replay-trace": "replay-trace",
@@ -63,12 +64,11 @@ def _say(progress, text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def make_strategy(tuner: str = "dcoc", seed: int = 0, agents: str = "dcoc",
+def make_strategy(tuner: str = DEFAULT_TUNER, seed: int = 0,
                   tuner_kwargs: Mapping | None = None, population: int = 128):
     """The MetaSchedule strategy for a ``tuner`` name, and the cost model it wants.
 
-    dcoc tuners -> (TunerStrategy / DCOCSearchStrategy, ``"random"``: the tuner owns its
-    model).  ``"evolutionary"`` -> (EvolutionarySearch(population_size=population),
+    dcoc tuners (names or specs) -> (TunerStrategy, ``"random"``: the tuner owns its model).  ``"evolutionary"`` -> (EvolutionarySearch(population_size=population),
     ``"xgb"``).  ``"replay-trace"`` -> (ReplayTrace, ``"random"``).
     """
     from tvm.s_tir import meta_schedule as ms
@@ -81,12 +81,21 @@ def make_strategy(tuner: str = "dcoc", seed: int = 0, agents: str = "dcoc",
         if kind == "replay-trace":
             return ms.search_strategy.ReplayTrace(), "random"
         return ms.search_strategy.ReplayFunc(), "random"
-    from tvm_plugin.metaschedule.strategy import DCOCSearchStrategy, TunerStrategy
+    from tvm_plugin.metaschedule.strategy import TunerStrategy
 
-    if name == "dcoc":
-        return DCOCSearchStrategy(seed=seed, agents=agents,
-                                  tuner_kwargs=dict(tuner_kwargs or {})), "random"
-    return TunerStrategy(tuner=name, seed=seed, tuner_kwargs=dict(tuner_kwargs or {})), "random"
+    return TunerStrategy(tuner=str(tuner), seed=seed, tuner_kwargs=dict(tuner_kwargs or {})), "random"
+
+
+def _method(tuner, tasks: dict) -> str:
+    """What ran, in words: the tuner's algorithm, and whether program features ranked."""
+    name = str(tuner).lower()
+    if name in MS_STRATEGIES:
+        return f"MetaSchedule {MS_STRATEGIES[name]}"
+    from dcoc.tuners import describe
+
+    text = describe(tuner)
+    n = sum(1 for t in tasks.values() if t.get("program_features"))
+    return text + (f" + program features on {n} of {len(tasks)} tasks" if n else "")
 
 
 def _py(x):
@@ -242,10 +251,10 @@ def _progress_callback(prog: _Progress):
     return ProgressCallback()
 
 
-def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", seed: int = 0,
+def tune_model(model, target="llvm", trials: int = 256, tuner: str = DEFAULT_TUNER, seed: int = 0,
                work_dir: str | None = None, runner: Any = "local",
                input_shapes: Mapping[str, Sequence[int]] | None = None, *,
-               agents: str = "dcoc", trials_per_task: int | None = None,
+               trials_per_task: int | None = None,
                num_trials_per_iter: int | None = None, builder: Any = "persistent",
                strategy: Any = None, cost_model: Any = None, tuner_kwargs: Mapping | None = None,
                task_scheduler: str = "gradient", population: int = 128,
@@ -262,15 +271,14 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
     target: ``"llvm"`` (this machine: host ``mcpu``, physical cores), ``"cuda"``, a TVM
         target JSON dict (``num-cores`` is added when missing) or a ``tvm.target.Target``.
     trials: total measurement budget over all tasks (``max_trials_global``).
-    tuner: a dcoc tuner (``"dcoc"`` default, ``"random"``, ``"grid"``, ``"ga"``, ``"xgb"``,
-        ``"rl"``, ``"chameleon"``) driven through :class:`~tvm_plugin.metaschedule.strategy.TunerStrategy`,
-        or MetaSchedule's ``"evolutionary"`` / ``"replay-trace"`` (for comparisons).
+    tuner: a dcoc tuner name or spec (``"surrogate"`` default, ``"dcoc"``, ``"xgb"``, ...)
+        driven through :class:`~tvm_plugin.metaschedule.strategy.TunerStrategy`, or
+        MetaSchedule's ``"evolutionary"`` / ``"replay-trace"`` (for comparisons).
     seed: the one seed (strategy and MetaSchedule's design-space generation).
     work_dir: database + logs (created; a temporary directory when None).  Reusing it
         resumes (see module docstring).
     runner: ``"local"`` or ``"rpc://HOST:PORT/KEY"`` (or a MetaSchedule Runner).
     input_shapes: ``{input: shape}`` for models with dynamic input dimensions.
-    agents: DCOC's knob-to-agent split (tuner ``"dcoc"``).
     trials_per_task: cap per task (default: ``trials``).
     num_trials_per_iter: candidates per measured batch (default: 16, lowered to
         ``trials // (2 x tasks)`` (at least 2) so that the task scheduler's first round,
@@ -330,7 +338,7 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = "dcoc", see
         runner = make_runner(runner, timeout_sec=timeout_sec, evaluator=cold)
     os.makedirs(os.path.join(work_dir, "logs"), exist_ok=True)
     with native_stderr_to(os.path.join(work_dir, "logs", "tvm.log"), enabled=not verbose):
-        return _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner, agents,
+        return _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
                            trials_per_task, num_trials_per_iter, builder, strategy, cost_model,
                            tuner_kwargs, task_scheduler, population, measure, baseline,
                            progress, timeout_sec, latency_repeat, keep_untuned_if_faster,
@@ -347,7 +355,7 @@ def _target_identity(tgt) -> str:
         return str(tgt)
 
 
-def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner, agents,
+def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
                 trials_per_task, num_trials_per_iter, builder, strategy, cost_model,
                 tuner_kwargs, task_scheduler, population, measure, baseline, progress,
                 timeout_sec, latency_repeat, keep_untuned_if_faster, verbose, t_start):
@@ -361,7 +369,7 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner, agen
     names = {t.ms_task.task_name: t.name for t in tasks}
 
     if strategy is None:
-        strategy, default_cm = make_strategy(tuner, seed, agents, tuner_kwargs, population)
+        strategy, default_cm = make_strategy(tuner, seed, tuner_kwargs, population)
     else:
         default_cm = "random"
     cost_model = cost_model or default_cm
@@ -474,7 +482,7 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner, agen
         target=str(tgt), tuner=str(tuner), seed=int(seed), latency_ms=float(latency),
         baseline_latency_ms=float(baseline_latency), trials=int(n_records),
         schedules=schedules, history=prog.history, layers=layers,
-        agents=agents if str(tuner) == "dcoc" else None, model=m.name, work_dir=work_dir,
+        method=_method(tuner, strat_results), model=m.name, work_dir=work_dir,
         database_path=work_dir, wall_seconds=time.perf_counter() - t_start, executable=ex,
         extra={"target_kind": spec.kind, "new_trials": prog.total,
                "timing": "cold" if cold else "warm",
