@@ -22,18 +22,12 @@ __all__ = ["tune", "tune_task", "TuneResult", "TaskResult", "default_work_dir"]
 
 
 # ------------------------------------------------------------------------- helpers
-def _hw(hardware, board=None, target="vta"):
+def _hw(hardware, board=None, target=DEFAULT_TARGET):
     """A hardware config of ``target`` from a config, a preset or config name (VTA: a name
     without ``_<F>MHz_bus<B>`` takes ``board``'s clock and bus), or a dict of its fields."""
     from dcoc.targets import get
 
     return get(target).parse_hw(hardware, board)
-
-
-def _board(board, target="vta"):
-    from dcoc.targets import get
-
-    return get(target).board(board)
 
 
 def _records(records):
@@ -44,7 +38,7 @@ def _records(records):
     return Records(records)
 
 
-def _measurer(measurer, n_workers, target="vta"):
+def _measurer(measurer, n_workers, target=DEFAULT_TARGET):
     if isinstance(measurer, str):  # a name of dcoc.search.measure.REGISTRY, with its defaults
         from dcoc.search.measure import create_measurer
 
@@ -88,7 +82,7 @@ def default_work_dir(model, target: str, board: str | None, tuner: str, seed: in
 def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, seed: int = 0,
               records=None, measurer=None, n_workers: int | None = None,
               early_stopping: int | None = None, callbacks=(), resume: bool = True,
-              target: str = "vta", board: str | None = None, **tuner_kwargs) -> TaskResult:
+              target: str = DEFAULT_TARGET, board: str | None = None, **tuner_kwargs) -> TaskResult:
     """Tune one accelerator workload's schedule.
 
     Parameters
@@ -97,7 +91,7 @@ def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, 
         :class:`~dcoc.vta.DenseWorkload`, a :class:`dcoc.tasks.Task` of kind conv2d / dense,
         or a spec such as ``"C2"`` / ``"conv:H,W,CI,CO,K,S,P"`` / ``"dense:N,K,M"``).
     hw: a hardware config of the target, a preset name (VTA: ``"pynq"``) or a config name;
-        default: the default config of ``board`` (VTA: the ``pynq`` preset).
+        default: the default config of ``board`` (VTA on pynq: the ``pynq`` preset).
     tuner: a name of :func:`dcoc.tuners.names` (``surrogate``, the default; ``dcoc``, the
         paper's method; ``dcoc-frozen``; the baselines ``xgb``, ``rl``, ``chameleon``, ``ga``,
         ``random``, ``grid``, ``sweep``), a ``NAME:key=value`` spec or a Tuner subclass.
@@ -105,7 +99,7 @@ def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, 
     seed: the one seed.
     records: a JSONL path or :class:`dcoc.search.Records`; measurements are appended as they
         happen, and a rerun with the same tuner/seed resumes from them.
-    measurer: default: the target's measurer (VTA: :class:`dcoc.search.VTASimMeasurer`)
+    measurer: default: the target's measurer (VTA: :class:`dcoc.vta.VTASimMeasurer`)
         with ``n_workers`` processes.
     target: an accelerator target of :func:`dcoc.targets.available` (``vta``, ``systolic``).
     board: the board whose clock/bus a hardware name takes (default: the target's default).
@@ -116,9 +110,7 @@ def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, 
 
     tg = get_target(target)
     bd = tg.board(board or tg.default_board)
-    if hw is None:
-        hw = "pynq" if tg.name == "vta" else tg.default_hw(bd)
-    hw = tg.parse_hw(hw, bd.name if board is not None or tg.name != "vta" else None)
+    hw = tg.default_hw(bd) if hw is None else tg.parse_hw(hw, bd.name)
     layer = tg.layer(workload)
     if int(trials) < 1:
         raise DcocError(f"trials must be >= 1, got {trials}")
@@ -172,8 +164,8 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     progress: show progress on stderr (a bar on a terminal, a line every N trials otherwise).
     verbose (keyword, llvm/cuda): TVM's own logs and native warnings on the console instead
         of ``work_dir/logs/tvm.log``.
-    pareto: VTA only: also return the throughput/area Pareto front over every hardware
-        config the search completed (``result.pareto``, :mod:`dcoc.results.pareto`).
+    pareto: accelerator co-design: also return the throughput/area Pareto front over every
+        hardware config the search completed (``result.pareto``, :mod:`dcoc.results.pareto`).
     warm_start (keyword, DCOC co-design): run directories or ``records.jsonl`` files of
         earlier co-design runs of *other* models on the same target/board: their measurements
         pre-fit DCOC's cost models and their best hardware configs are scored first
@@ -191,8 +183,9 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     tname = get_target(target).name if is_acc else None
     if is_acc and board is None:
         board = get_target(tname).default_board
-    if pareto and tname != "vta":
-        raise DcocError("pareto=True needs target='vta' (the front is over VTA hardware configs)")
+    if pareto and (not is_acc or hardware is not None):
+        raise DcocError("pareto=True needs an accelerator co-design (the front is over the hardware "
+                        "configs the search completed)")
     label = getattr(model, "name", None) or model
     if work_dir is None:
         hw_name = None
@@ -315,13 +308,6 @@ def _tune_accelerator(target, model, board, trials, tuner, seed, work_dir, resum
     )
     res.save(os.path.join(work_dir, "result.json"))
     return res
-
-
-def _check_fits(hw, bd, target="vta") -> None:
-    """ConfigError unless ``hw`` fits the board's resources, clock and bus width."""
-    from dcoc.targets import get
-
-    get(target).check_fits(hw, bd)
 
 
 def _check_schedulable(layers, hw, tg) -> None:

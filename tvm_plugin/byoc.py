@@ -94,7 +94,6 @@ def _ints(xs) -> tuple[int, ...]:
 
 def kernel_spec(func, composite: str) -> dict:
     """Read a composite function back into a kernel spec (plain Python / numpy)."""
-    from tvm import relax
     from tvm.ir.expr import Constant
 
     from dcoc.runtime.offload import conv_workload_dict, matmul_workload_dict

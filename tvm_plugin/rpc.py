@@ -45,13 +45,11 @@ either.
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import dataclasses
 import json
 import logging
 import math
-import sys
 import threading
 import time
 from typing import Any, Sequence
@@ -479,46 +477,50 @@ def _result_of(out: dict, wall: float, server: str) -> MeasureResult:
 
 # ============================================================================ CLI
 def add_serve_arguments(s) -> None:
-    from dcoc.cli.cmd_rpc import add_serve_arguments as add
+    """The ``dcoc rpc serve`` options (this module imports TVM only when serving)."""
+    s.add_argument("--tracker", required=True, help="HOST:PORT of the RPC tracker")
+    s.add_argument("--key", default=DEFAULT_KEY, help=f"server key (default {DEFAULT_KEY})")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; another "
+                        "address lets every host that reaches it run simulations here)")
+    s.add_argument("--port", type=int, default=9090, help="first port to try")
+    s.add_argument("--port-end", type=int, default=None, help="last port to try (default PORT+100)")
+    s.add_argument("--custom-addr", default=None, help="address to report to the tracker")
+    s.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT,
+                   help=f"seconds one simulation may take (default {DEFAULT_TIME_LIMIT:g}); "
+                        "longer ones are answered as invalid")
 
-    add(s)
+
+def check_tracker(addr: str, timeout: float = 5.0, wait: float = 0.0) -> tuple[str, int]:
+    """(host, port) of ``HOST:PORT`` once a TCP connection to it succeeds within
+    ``timeout`` seconds (retrying for ``wait`` seconds: a server may start before its
+    tracker); a one-line DcocError otherwise (checked before TVM is imported)."""
+    import socket
+    import time
+
+    from dcoc.errors import DcocError
+
+    host, _, port = str(addr).rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit():
+        raise DcocError(f"--tracker '{addr}': expected HOST:PORT, e.g. 127.0.0.1:9190")
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+            return host, int(port)
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise DcocError(f"RPC tracker {host}:{port} is not reachable: "
+                                f"{exc.strerror or exc}") from None
+            time.sleep(0.5)
 
 
 def run_serve(args) -> int:
-    from dcoc.cli.cmd_rpc import check_tracker
-
-    check_tracker(args.tracker, wait=60.0)  # a server may start just before its tracker
+    """``dcoc rpc serve``: serve until interrupted."""
     try:
         serve(args.tracker, args.key, args.host, args.port, args.port_end, args.custom_addr,
               silent=not getattr(args, "verbose", False), time_limit=args.time_limit)
     except KeyboardInterrupt:
         return 0
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from dcoc.errors import DcocError
-
-    ap = argparse.ArgumentParser(prog="python -m tvm_plugin.rpc",
-                                 description="dcoc's VTA simulator as a TVM RPC server "
-                                             "(same as `dcoc rpc`)")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("serve", help="start a simulator server registered with a tracker")
-    add_serve_arguments(s)
-    s.add_argument("--verbose", action="store_true")
-    q = sub.add_parser("status", help="free/pending servers of a key on a tracker")
-    q.add_argument("--tracker", required=True)
-    q.add_argument("--key", default=DEFAULT_KEY)
-    args = ap.parse_args(argv)
-    try:
-        if args.cmd == "serve":
-            return run_serve(args)
-        print(json.dumps(tracker_servers(args.tracker, args.key)))
-    except DcocError as exc:
-        print(f"dcoc rpc: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

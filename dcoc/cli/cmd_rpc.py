@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dcoc.cli.common import Output, add_output_arguments
+from tvm_plugin.rpc import DEFAULT_KEY, add_serve_arguments, check_tracker
 
 NAME = "rpc"
 HELP = "serve the VTA simulator over a TVM RPC tracker, or show a tracker's servers"
@@ -22,27 +23,6 @@ examples:
   dcoc rpc status --tracker 127.0.0.1:9190 --json -"""
 
 
-#: the same values as tvm_plugin.rpc.DEFAULT_KEY / DEFAULT_TIME_LIMIT (this module must not
-#: import TVM: every `dcoc` command builds this parser)
-DEFAULT_KEY = "vta-sim"
-DEFAULT_TIME_LIMIT = 20.0
-
-
-def add_serve_arguments(s) -> None:
-    """The ``serve`` options (shared with ``python -m tvm_plugin.rpc serve``)."""
-    s.add_argument("--tracker", required=True, help="HOST:PORT of the RPC tracker")
-    s.add_argument("--key", default=DEFAULT_KEY, help=f"server key (default {DEFAULT_KEY})")
-    s.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1: this machine only; another "
-                        "address lets every host that reaches it run simulations here)")
-    s.add_argument("--port", type=int, default=9090, help="first port to try")
-    s.add_argument("--port-end", type=int, default=None, help="last port to try (default PORT+100)")
-    s.add_argument("--custom-addr", default=None, help="address to report to the tracker")
-    s.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT,
-                   help=f"seconds one simulation may take (default {DEFAULT_TIME_LIMIT:g}); "
-                        "longer ones are answered as invalid")
-
-
 def add_arguments(parser) -> None:
     sub = parser.add_subparsers(dest="rpc_cmd", metavar="ACTION", required=True)
     s = sub.add_parser("serve", help="start a simulator server (blocks)")
@@ -56,38 +36,13 @@ def add_arguments(parser) -> None:
     add_output_arguments(q, "the counts", progress=False)
 
 
-def check_tracker(addr: str, timeout: float = 5.0, wait: float = 0.0) -> tuple[str, int]:
-    """(host, port) of ``HOST:PORT`` once a TCP connection to it succeeds within
-    ``timeout`` seconds (retrying for ``wait`` seconds: a server may start before its
-    tracker); a one-line DcocError otherwise (checked before TVM is imported)."""
-    import socket
-    import time
-
-    from dcoc.errors import DcocError
-
-    host, _, port = str(addr).rpartition(":")
-    host = host.strip("[]")
-    if not host or not port.isdigit():
-        raise DcocError(f"--tracker '{addr}': expected HOST:PORT, e.g. 127.0.0.1:9190")
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            socket.create_connection((host, int(port)), timeout=timeout).close()
-            return host, int(port)
-        except OSError as exc:
-            if time.monotonic() >= deadline:
-                raise DcocError(f"RPC tracker {host}:{port} is not reachable: "
-                                f"{exc.strerror or exc}") from None
-            time.sleep(0.5)
-
-
 def run(args) -> int:
-    if args.rpc_cmd == "status":
-        check_tracker(args.tracker, args.timeout)
     from tvm_plugin import rpc
 
     if args.rpc_cmd == "serve":
+        check_tracker(args.tracker, wait=60.0)  # a server may start just before its tracker
         return rpc.run_serve(args)
+    check_tracker(args.tracker, args.timeout)
     out = Output(args)
     info = rpc.tracker_servers(args.tracker, args.key, timeout=args.timeout)
     out.print(f"key {args.key} on {args.tracker}: {info['free']} free, {info['pending']} pending")

@@ -36,7 +36,7 @@ examples:
 
 def add_arguments(parser) -> None:
     add_model_arguments(parser)
-    add_target_argument(parser, default="vta")
+    add_target_argument(parser)
     add_output_arguments(parser, "the tasks (name, kind, workload, weight, macs, device; "
                                  "cpu_ops for vta)", progress=False)
 

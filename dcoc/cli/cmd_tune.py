@@ -45,7 +45,7 @@ examples:
 
 def add_arguments(parser) -> None:
     add_model_arguments(parser)
-    add_target_argument(parser, default="vta")
+    add_target_argument(parser)
     from dcoc.targets import available, get
     from dcoc.cli.common import add_tuner_argument
 

@@ -24,10 +24,10 @@ examples:
 def add_arguments(parser) -> None:
     parser.add_argument("workload", metavar="WORKLOAD", help="C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
     from dcoc.cli.common import add_tuner_argument
-    from dcoc.targets import available
+    from dcoc.targets import DEFAULT_TARGET, available
 
-    parser.add_argument("--target", default="vta", choices=available(),
-                        help="accelerator target (default: vta)")
+    parser.add_argument("--target", default=DEFAULT_TARGET, choices=available(),
+                        help=f"accelerator target (default: {DEFAULT_TARGET})")
     parser.add_argument("--board", default=None,
                         help="the board whose clock/bus a hardware name takes (default: the target's first)")
     parser.add_argument("--hw", default=None,
@@ -59,8 +59,7 @@ def run(args) -> int:
     tg = get_target(args.target)
     wl = tg.workload(args.workload)
     bd = tg.board(args.board or tg.default_board)
-    hw = (tg.parse_hw(args.hw, bd.name if args.board or tg.name != "vta" else None) if args.hw
-          else (tg.parse_hw("pynq") if tg.name == "vta" else tg.default_hw(bd)))
+    hw = tg.parse_hw(args.hw, bd.name) if args.hw else tg.default_hw(bd)
     if args.trials < 1:
         raise DcocError(f"trials must be >= 1, got {args.trials}")
     if args.workers is not None and args.workers < 0:

@@ -27,6 +27,8 @@ import re
 import sys
 
 from dcoc.errors import ModelError
+from dcoc.targets.registry import DEFAULT_TARGET
+from dcoc.results.text import render_table  # noqa: F401 - the commands' table format
 
 MODEL_HELP = ("an ONNX file, a zoo model (resnet18, mobilenetv2, vgg16, transformer) or one of "
               "the light_* models shipped with onnx (e.g. light_resnet50); `dcoc models` "
@@ -49,8 +51,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                         dest="input_shape", help=INPUT_SHAPE_HELP)
 
 
-def add_target_argument(parser: argparse.ArgumentParser, default: str = "vta") -> None:
-    """Add ``--target`` (default ``vta``)."""
+def add_target_argument(parser: argparse.ArgumentParser, default: str = DEFAULT_TARGET) -> None:
+    """Add ``--target`` (default: the default accelerator target)."""
     parser.add_argument("--target", default=default, metavar="TARGET",
                         help=f"{TARGET_HELP} (default: {default})")
 
@@ -111,22 +113,6 @@ def fmt_count(n: float, unit: str = "") -> str:
         if abs(n) >= div:
             return f"{n / div:.2f}{suffix}{unit}"
     return f"{n:g}{unit}"
-
-
-def render_table(headers: list[str], rows: list[list], right: set[int] | None = None) -> str:
-    """A plain-text table; columns in ``right`` are right-aligned."""
-    right = right or set()
-    cells = [[str(c) for c in r] for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
-              for i, h in enumerate(headers)]
-
-    def line(vals):
-        return "  ".join(v.rjust(w) if i in right else v.ljust(w)
-                         for i, (v, w) in enumerate(zip(vals, widths))).rstrip()
-
-    out = [line(headers), line(["-" * w for w in widths])]
-    out.extend(line(r) for r in cells)
-    return "\n".join(out)
 
 
 # ------------------------------------------------------------------ output conventions

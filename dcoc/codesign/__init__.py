@@ -22,8 +22,7 @@ from dcoc.codesign.driver import DCOCCoDesign, config_tag
 from dcoc.codesign.prior import Prior
 from dcoc.codesign.problem import CoDesignProblem
 from dcoc.codesign.session import Session
-from dcoc.codesign.software import (SoftwareTuning, default_jobs, default_schedules, fitting_default,
-                                    tune_software)
+from dcoc.codesign.software import SoftwareTuning, default_jobs, default_schedules, tune_software
 from dcoc.method.config import CoDesignConfig, DCOCConfig
 from dcoc.targets.target import Layer
 
@@ -58,5 +57,5 @@ def make_driver(session, board, tuner: str, seed: int, baseline: str = "joint", 
 __all__ = [
     "BASELINE_MODES", "CoDesignConfig", "CoDesignProblem", "DCOCCoDesign", "DCOCConfig", "config_tag",
     "JointCoDesign", "Layer", "NestedCoDesign", "Prior", "Session", "SoftwareTuning", "SweepCoDesign",
-    "default_jobs", "default_schedules", "fitting_default", "make_driver", "tune_software",
+    "default_jobs", "default_schedules", "make_driver", "tune_software",
 ]

@@ -13,14 +13,65 @@ until they fit); a model's estimated latency sums them.
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 
-from dcoc.codesign.prior import training_data
+from dcoc.errors import DcocError
+
 from dcoc.method.core import ensemble
 from dcoc.seeding import child_seed
 
 KINDS = ("conv2d", "dense")
+
+
+def training_data(prior, enc) -> tuple[dict, list]:
+    """The prior as co-design data: ``({kind: (features, efficiency)}, hw)``.
+
+    Features and efficiencies (padded compute bound / measured seconds, 0 for a failed
+    measurement) are computed as for the run's own measurements; rows of kinds co-design
+    has no cost model for, or outside the target's spaces, are skipped.  ``hw``: the
+    prior's best configs rebuilt on the board of ``enc`` (a
+    :class:`~dcoc.codesign.encoding.JointEncoding`), those outside its hardware space left
+    out, best first.
+    """
+
+    groups: dict = {}
+    for layer, hw, knobs, cost in prior.rows:
+        if layer.kind in KINDS:
+            groups.setdefault((layer.key, hw.name), (layer, hw, []))[2].append((knobs, cost))
+    feats: dict = {}
+    for layer, hw, rows in groups.values():
+        sp = enc.target.sw_space(layer, hw)
+        pts, ys = [], []
+        for knobs, cost in rows:
+            try:
+                pts.append(sp.point(knobs))
+            except (DcocError, KeyError, ValueError):
+                continue  # a schedule outside this target's space
+            ys.append(layer.bound_seconds(hw) / cost if math.isfinite(cost) and cost > 0 else 0.0)
+        if pts:
+            Xs, ys_ = feats.setdefault(layer.kind, ([], []))
+            Xs.append(sp.point_features(np.array(pts, dtype=np.int64)))
+            ys_.append(np.array(ys))
+    data: dict = {}
+    for kind, (Xs, ys) in feats.items():
+        width = Counter(x.shape[1] for x in Xs).most_common(1)[0][0]
+        keep = [i for i, x in enumerate(Xs) if x.shape[1] == width]
+        X = np.concatenate([Xs[i] for i in keep])
+        y = np.concatenate([ys[i] for i in keep])
+        if len(y) and y.max() > 0:
+            data[kind] = (X, y)
+    hws, names = [], set()
+    for hw in prior.best_hw:
+        vals = {k: getattr(hw, k, None) for k in enc.hw_knobs}
+        if any(v not in c for v, c in zip(vals.values(), enc.hw_choices)) or enc.hs.check(vals):
+            continue
+        h = enc.target.make_hw(vals, enc.board)
+        if h.name not in names:
+            names.add(h.name)
+            hws.append(h)
+    return data, hws
 
 
 class CoDesignModels:

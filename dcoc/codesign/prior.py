@@ -27,10 +27,9 @@ import importlib
 import json
 import math
 import os
-import re
-from collections import Counter
 
 from dcoc.errors import DcocError
+from dcoc.targets.registry import DEFAULT_TARGET
 
 LAYERS_FILE = "layers.json"
 
@@ -66,7 +65,7 @@ class Prior:
         return p
 
     @classmethod
-    def load(cls, paths, target="vta", board=None) -> "Prior":
+    def load(cls, paths, target=DEFAULT_TARGET, board=None) -> "Prior":
         """From run directories (``records.jsonl`` [+ ``layers.json``]) or
         records files; DcocError (one line) for a missing or corrupt source."""
         from dcoc.search.records import Records
@@ -102,7 +101,7 @@ class Prior:
             for r in rows:
                 if r.get("target") not in (None, tg.name):
                     continue
-                layer = layers.get(r["task"]) or _layer_from_row(r, tg)
+                layer = layers.get(r["task"]) or tg.layer_from_record(r)
                 hw = hws.get(r["hw"]) if r["hw"] in hws else _hw_from_name(r["hw"], tg, bd)
                 hws[r["hw"]] = hw
                 if layer is None or hw is None:
@@ -125,58 +124,6 @@ class Prior:
             p.sources.append(rec_path)
         p.best_hw = _interleave(rankings)
         return p
-
-
-def training_data(prior: Prior, enc) -> tuple[dict, list]:
-    """The prior as co-design data: ``({kind: (features, efficiency)}, hw)``.
-
-    Features and efficiencies (padded compute bound / measured seconds, 0 for a failed
-    measurement) are computed as for the run's own measurements; rows of kinds co-design
-    has no cost model for, or outside the target's spaces, are skipped.  ``hw``: the
-    prior's best configs rebuilt on the board of ``enc`` (a
-    :class:`~dcoc.codesign.encoding.JointEncoding`), those outside its hardware space left
-    out, best first.
-    """
-    from dcoc.codesign.models import KINDS
-
-    import numpy as np
-
-    groups: dict = {}
-    for layer, hw, knobs, cost in prior.rows:
-        if layer.kind in KINDS:
-            groups.setdefault((layer.key, hw.name), (layer, hw, []))[2].append((knobs, cost))
-    feats: dict = {}
-    for layer, hw, rows in groups.values():
-        sp = enc.target.sw_space(layer, hw)
-        pts, ys = [], []
-        for knobs, cost in rows:
-            try:
-                pts.append(sp.point(knobs))
-            except (DcocError, KeyError, ValueError):
-                continue  # a schedule outside this target's space
-            ys.append(layer.bound_seconds(hw) / cost if math.isfinite(cost) and cost > 0 else 0.0)
-        if pts:
-            Xs, ys_ = feats.setdefault(layer.kind, ([], []))
-            Xs.append(sp.point_features(np.array(pts, dtype=np.int64)))
-            ys_.append(np.array(ys))
-    data: dict = {}
-    for kind, (Xs, ys) in feats.items():
-        width = Counter(x.shape[1] for x in Xs).most_common(1)[0][0]
-        keep = [i for i, x in enumerate(Xs) if x.shape[1] == width]
-        X = np.concatenate([Xs[i] for i in keep])
-        y = np.concatenate([ys[i] for i in keep])
-        if len(y) and y.max() > 0:
-            data[kind] = (X, y)
-    hws, names = [], set()
-    for hw in prior.best_hw:
-        vals = {k: getattr(hw, k, None) for k in enc.hw_knobs}
-        if any(v not in c for v, c in zip(vals.values(), enc.hw_choices)) or enc.hs.check(vals):
-            continue
-        h = enc.target.make_hw(vals, enc.board)
-        if h.name not in names:
-            names.add(h.name)
-            hws.append(h)
-    return data, hws
 
 
 def _interleave(rankings: list) -> list:
@@ -241,56 +188,6 @@ def read_layers(path: str, tg) -> dict:
         raise DcocError(f"warm start: {path} is not a layers file ({type(exc).__name__}: {exc})") from None
 
 
-_CONV = re.compile(r"conv2d_(\d+)x(\d+)_(\d+)x(\d+)_k(\d+)(?:x(\d+))?s(\d+)(?:x(\d+))?(?:_b(\d+))?")
-_DENSE = re.compile(r"dense_m(\d+)_n(\d+)_k(\d+)")
-
-
-def _layer_from_row(r: dict, tg):
-    """Best effort without ``layers.json`` (VTA workload names): the conv2d padding is the
-    one whose MAC count matches the recorded throughput; None if unresolvable."""
-    from dcoc.targets.target import Layer
-
-    if tg.name != "vta":
-        return None
-    import dcoc.vta as vta
-
-    key = r.get("task", "")
-    name = key.split(":")[1] if key.count(":") >= 1 else key
-    m = _DENSE.fullmatch(name)
-    if m:
-        wl = vta.DenseWorkload(batch=int(m[1]), in_features=int(m[3]), out_features=int(m[2]))
-        kind = "dense"
-        cands = [wl]
-    else:
-        m = _CONV.fullmatch(name)
-        if not m:
-            return None
-        h, w, ci, co, kh = (int(m[i]) for i in range(1, 6))
-        kw = int(m[6] or kh)
-        sh = int(m[7])
-        sw = int(m[8] or sh)
-        b = int(m[9] or 1)
-        info = r.get("info") or {}
-        macs = None
-        if r.get("valid") and info.get("gops") and r.get("cost"):
-            macs = info["gops"] * 1e9 * float(r["cost"]) / 2
-        cands = []
-        for p in sorted(range(max(kh, kw) + 1), key=lambda p: abs(p - kh // 2)):
-            try:
-                cands.append(vta.Conv2DWorkload(batch=b, height=h, width=w, in_channels=ci, out_channels=co,
-                                                kernel=(kh, kw), stride=(sh, sw), padding=(p, p)))
-            except DcocError:
-                continue
-        if macs is not None:
-            cands = [c for c in cands if abs(c.macs - macs) <= 1e-3 * macs] or cands[:1]
-        kind = "conv2d"
-    for ep in (tg.model_epilogue(), "default"):
-        layer = Layer(r.get("task_name") or cands[0].name, cands[0], 1, kind, epilogue=ep)
-        if layer.key == key:
-            return layer
-    return None
-
-
 def _hw_from_name(name: str, tg, bd):
     for spec in (name, name + "_100MHz_bus8"):
         try:
@@ -302,7 +199,7 @@ def _hw_from_name(name: str, tg, bd):
     return None
 
 
-def as_prior(warm_start, target="vta", board=None) -> Prior | None:
+def as_prior(warm_start, target=DEFAULT_TARGET, board=None) -> Prior | None:
     """A :class:`Prior` from what users pass: None, a Prior, Sessions, or paths."""
     if warm_start is None or isinstance(warm_start, Prior):
         return warm_start

@@ -39,13 +39,6 @@ def default_schedules(session, hw):
     return session.measure(default_jobs(session, hw))
 
 
-def fitting_default(workload, hw, space) -> dict | None:
-    """:func:`dcoc.vta.default_knobs` for a VTA ``workload`` on ``hw`` if it is valid in ``space``."""
-    from dcoc.targets import Layer, get
-
-    return get("vta").default_schedule(Layer("w", workload, 1, "conv2d"), hw, space)
-
-
 class SoftwareTuning:
     """Ask/tell driver: tune every layer's schedule on ``hw`` with one tuner per layer.
 

@@ -163,9 +163,9 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
                                        ylabel=ylabel, refs=refs,
                                        baseline=(f"{baseline_label(res)}: {base:.3f} ms", base)
                                        if isinstance(base, (int, float)) and math.isfinite(base) else None))
-        if res.get("target") == "vta" and res.get("board") and res.get("pareto") is not None:
+        if res.get("board") and res.get("pareto") is not None:
             # a --pareto run: the throughput/area front with the board's budget lines
-            from dcoc.results.pareto import front_from_run, plot_front
+            from dcoc.results.pareto import front_from_run
 
             front, pts = res["pareto"], None
             try:
@@ -175,7 +175,8 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
             if front:
                 written.append(plot_front(front, res["board"], os.path.join(out_dir, "pareto.png"),
                                           points=pts, title=f"{res.get('model')} on {res.get('board')}: "
-                                                            "throughput / area Pareto front"))
+                                                            "throughput / area Pareto front",
+                                          target=res.get("target")))
     from dcoc.search.msdb import load_ms_rows, ms_database_dir
 
     ms_dir = ms_database_dir(run_dir)
@@ -218,3 +219,44 @@ def ascii_curve(points: list[tuple[int, float]], width: int = 60, height: int = 
     lines.append("           +" + "-" * width)
     lines.append(f"            trial {xs[0]}" + " " * max(1, width - 18 - len(str(xs[-1]))) + f"trial {xs[-1]}")
     return "\n".join(lines)
+
+
+def plot_front(front: list[dict], board, path: str, points: list[dict] | None = None,
+               title: str | None = None, target=None) -> str:
+    """PNG: throughput vs BRAM36 / DSP / LUT (one panel each), every complete config in grey,
+    the front in colour, the board's budget (``Target.budgets``) as a dashed line per resource."""
+    from dcoc.results.pareto import RESOURCE_KEYS
+    from dcoc.targets import get
+
+    tg = get(target)
+    bd = tg.board(board)
+    budgets = tg.budgets(bd)
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), sharey=True)
+    for ax, key in zip(axes, RESOURCE_KEYS):
+        if points:
+            ax.scatter([p["resources"][key] for p in points], [p["throughput"] for p in points],
+                       s=12, color="0.75", label="explored configs", zorder=1)
+        fr = sorted(front, key=lambda p: p["resources"][key])
+        ax.scatter([p["resources"][key] for p in fr], [p["throughput"] for p in fr], s=28,
+                   color="C0", label="Pareto front", zorder=3)
+        # the best throughput reachable within each amount of this resource
+        xs, ys, best = [], [], 0.0
+        for p in fr:
+            best = max(best, p["throughput"])
+            xs.append(p["resources"][key])
+            ys.append(best)
+        if xs:
+            ax.step(xs, ys, where="post", color="C0", lw=1, zorder=2)
+        lim, lab = budgets[key]
+        ax.axvline(lim, color="C3", ls="--", lw=1, label=f"{bd.name} budget: {lab}")
+        ax.set_xlabel(key.upper() if key != "bram36" else "BRAM36")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    axes[0].set_ylabel("throughput (inferences/s)")
+    fig.suptitle(title or f"throughput / area Pareto front on {bd.name}")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -117,10 +117,11 @@ class TuneResult:
         on this hardware (built on first use; calibrated on random inputs -- use
         :func:`dcoc.run` for calibration data and the bit-exact / float comparisons).
         """
-        if self._runner is None and self.target == "vta" and self.model:
-            from dcoc.runtime.runner import vta_runner
+        if self._runner is None and self.model:
+            from dcoc.targets import get, is_accelerator
 
-            self._runner = vta_runner(self, input_shapes=self.input_shapes)
+            if is_accelerator(self.target):
+                self._runner = get(self.target).model_runner(self, self.input_shapes)
         if self._runner is None:
             raise RuntimeError("this result holds no compiled model")
         return self._runner(inputs)

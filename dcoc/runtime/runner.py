@@ -206,7 +206,7 @@ class RunResult:
                 "notes": self.notes}
 
     def summary(self) -> str:
-        from dcoc.cli.common import render_table
+        from dcoc.results.text import render_table
 
         rows = [[ly["layer"], ly["kind"], ly["cycles"], f"{ly['ms']:.3f}", ly["epilogue"],
                  " ".join(f"{k}={v}" for k, v in ly["knobs"].items())

@@ -6,7 +6,6 @@ from dcoc.search.measure import (
     MeasureResult,
     Measurer,
     ReplayMeasurer,
-    VTASimMeasurer,
     create_measurer,
     measure_option,
     measurer_names,
@@ -17,5 +16,5 @@ from dcoc.search.tuning_task import TuningTask
 
 __all__ = [
     "FunctionMeasurer", "Knob", "MeasureErrorNo", "MeasureInput", "MeasureResult", "Measurer",
-    "Records", "ReplayMeasurer", "Space", "TuningTask", "VTASimMeasurer", "create_measurer", "measure_option", "measurer_names", "product",
+    "Records", "ReplayMeasurer", "Space", "TuningTask", "create_measurer", "measure_option", "measurer_names", "product",
 ]

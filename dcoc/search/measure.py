@@ -220,24 +220,6 @@ class FunctionMeasurer(Measurer):
             pass
 
 
-def simulate_vta(task: TuningTask, config: dict):
-    """Measure one config of a VTA task on the timing simulator (runs in a worker)."""
-    from dcoc.vta.spaces import simulate_config
-
-    return simulate_config(task, config)
-
-
-class VTASimMeasurer(FunctionMeasurer):
-    """The VTA timing simulator as a measurer.
-
-    ``n_workers`` defaults to the number of CPU cores; ``n_workers=0`` simulates in this
-    process (fastest for small batches, no timeout enforcement).
-    """
-
-    def __init__(self, n_workers: int | None = None, timeout: float = 60.0):
-        super().__init__(simulate_vta, n_workers=n_workers, timeout=timeout)
-
-
 class ReplayMeasurer(Measurer):
     """Answer from records where possible, measure the rest with ``inner``: THE resume
     mechanism (used by :meth:`dcoc.tuners.Tuner.tune` and :class:`dcoc.codesign.Session`).
@@ -313,7 +295,7 @@ class TableMeasurer(Measurer):
     """Answer from a precomputed table ``{config key: seconds or None}``.
 
     For benchmarking tuners on a deterministic measurer (the VTA simulator): simulate a
-    layer's whole space once (:func:`dcoc.vta.spaces.exhaustive`), then every tuner and
+    layer's whole space once (e.g. :func:`dcoc.vta.catalogue.exhaustive`), then every tuner and
     seed looks results up instead of re-simulating -- the same numbers, measured once.
     ``wall`` of each result is the time the original measurement took (``0`` if unknown).
     """
@@ -374,32 +356,24 @@ class MemoMeasurer(Measurer):
 
 
 def measure_option(measurer: Measurer | None = None, **kwargs) -> dict:
-    """AutoTVM-style measure option: ``{"measurer": measurer}`` (default: VTASimMeasurer)."""
-    return {"measurer": measurer if measurer is not None else VTASimMeasurer(**kwargs)}
+    """AutoTVM-style measure option: ``{"measurer": measurer}`` (default: the default
+    target's own measurer, built with ``kwargs``)."""
+    return {"measurer": measurer if measurer is not None else _simulator(**kwargs)}
 
 
 # ------------------------------------------------------------------------ registry
-def _simulator(target: str = "vta", n_workers: int | None = None, **kw) -> Measurer:
-    """The target's own measurer (VTA: the simulator process pool; systolic: its analytic model)."""
+def _simulator(target: str | None = None, n_workers: int | None = None, **kw) -> Measurer:
+    """The target's own measurer (default: the default target's; VTA: the simulator process
+    pool; systolic: its analytic model)."""
     from dcoc.targets import get
 
     return get(target).measurer(n_workers=n_workers, **kw)
 
 
-def _table(table: dict | None = None, workload=None, hw=None, n_parallel: int = 1, **kw) -> Measurer:
-    """A :class:`TableMeasurer` over ``table``, or over the exhaustive VTA table of
-    ``workload`` on ``hw`` (:func:`dcoc.vta.catalogue.exhaustive`)."""
-    if table is None:
-        from dcoc.vta.catalogue import exhaustive
-
-        table = exhaustive(workload, hw, **kw)
-    return TableMeasurer(table, n_parallel=n_parallel)
-
-
 #: measurer name -> "module:factory" (imported lazily; tvm loads only for "rpc")
 REGISTRY = {
     "simulator": "dcoc.search.measure:_simulator",
-    "table": "dcoc.search.measure:_table",
+    "table": "dcoc.search.measure:TableMeasurer",
     "function": "dcoc.search.measure:FunctionMeasurer",
     "memo": "dcoc.search.measure:MemoMeasurer",
     "rpc": "tvm_plugin.rpc:RPCSimMeasurer",

@@ -327,6 +327,12 @@ class SystolicTarget(Target):
     def resources(self, hw, board):
         return hw.resources(dsp_budget=self.board(board).dsp)
 
+    def budgets(self, board):
+        bd = self.board(board)
+        usable = bd.bram36 - bd.bram_reserved
+        return {"bram36": (usable, f"usable BRAM36 ({usable})"), "dsp": (bd.dsp, f"DSP ({bd.dsp})"),
+                "lut": (LUT_UTIL_LIMIT * bd.lut, f"{int(LUT_UTIL_LIMIT * 100)}% LUT ({int(LUT_UTIL_LIMIT * bd.lut)})")}
+
     def baseline_label(self, board) -> str:
         return f"{self.board(board).name} default 16x16 array + default schedules"
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dcoc.errors import ConfigError
+from dcoc.targets.registry import DEFAULT_TARGET
 
 
 @dataclass
@@ -35,30 +36,30 @@ class Layer:
     count: int              # occurrences x repeats (batch_matmul heads)
     kind: str               # "conv2d" | "dense"
     epilogue: object = None  # target-specific extra (VTA: the fused ALU epilogue)
-    target: str = "vta"
+    target: str = DEFAULT_TARGET
 
     def __post_init__(self):
         if self.epilogue is None:
-            from dcoc.targets import get
+            from dcoc.targets.registry import get
 
             self.epilogue = get(self.target).model_epilogue()
 
     @property
     def key(self) -> str:
         """Records key of the workload."""
-        from dcoc.targets import get
+        from dcoc.targets.registry import get
 
         return get(self.target).workload_key(self)
 
     def ideal_seconds(self, hw) -> float:
         """Compute-bound lower bound of this layer on ``hw``."""
-        from dcoc.targets import get
+        from dcoc.targets.registry import get
 
         return get(self.target).ideal_seconds(self, hw)
 
     def bound_seconds(self, hw) -> float:
         """Compute-bound lower bound counting the padding of the work to ``hw``'s tiles."""
-        from dcoc.targets import get
+        from dcoc.targets.registry import get
 
         return get(self.target).bound_seconds(self, hw)
 
@@ -168,6 +169,11 @@ class Target:
         """How the CLI names the reference of the speedup."""
         return f"{self.board(board).name} default hardware + default schedules"
 
+    def budgets(self, board) -> dict:
+        """``{resource: (limit, label)}`` of the board for the keys :meth:`resources` reports
+        (the Pareto plot's budget lines)."""
+        raise NotImplementedError
+
     def describe_hw(self, hw, board) -> str:
         """One line for the CLI summary."""
         return f"{hw.name} on {self.board(board).name}"
@@ -184,6 +190,10 @@ class Target:
     def layer(self, workload, name: str | None = None) -> Layer:
         """A single-workload layer (``tune_task``)."""
         raise NotImplementedError
+
+    def layer_from_record(self, row: dict) -> Layer | None:
+        """A records row's layer when its run left no ``layers.json`` (None: cannot tell)."""
+        return None
 
     def model_epilogue(self):
         """The ``Layer.epilogue`` of a model layer when none is given (None: no such notion)."""
@@ -218,6 +228,11 @@ class Target:
 
     def cycles(self, seconds: float, hw) -> int:
         return int(round(seconds * hw.freq_mhz * 1e6))
+
+    def model_runner(self, result, input_shapes=None):
+        """A callable running the whole tuned model of ``result`` (a TuneResult) on this
+        target, ``inputs -> outputs``; None when the target cannot run models."""
+        return None
 
     def measurer(self, n_workers: int | None = None):
         """The default measurer of this target (a :class:`dcoc.search.Measurer`)."""

@@ -139,7 +139,7 @@ class Tuner:
         """Run up to ``n_trial`` measurements.
 
         measure_option: ``{"measurer": m}`` (see :func:`dcoc.search.measure_option`) or a
-            Measurer; default a :class:`~dcoc.search.VTASimMeasurer`.
+            Measurer; default the default target's measurer (VTA: the simulator).
         early_stopping: stop when the best has not improved for this many trials.
         callbacks: ``cb(tuner, inputs, results)`` after every batch.
         records: append every measurement to this database; with ``resume`` the configs
@@ -187,10 +187,10 @@ class Tuner:
 
 
 def _measurer_of(option) -> Measurer:
-    if option is None:
-        from dcoc.search.measure import VTASimMeasurer
+    if option is None:  # the default target's own measurer
+        from dcoc.targets import get
 
-        return VTASimMeasurer()
+        return get().measurer()
     if isinstance(option, Measurer):
         return option
     if isinstance(option, dict) and "measurer" in option:

@@ -25,13 +25,21 @@ __all__ = [
     "BOARDS", "Board", "PRESETS", "get_board", "Epilogue", "DEFAULT_EPILOGUE", "SimResult",
     "TimingParams", "DEFAULT_TIMING", "default_knobs", "compile_schedule", "space_for",
     "space_size", "workload_from_task", "simulate_model", "ConfigError", "KnobError",
-    "IsaError", "SimulationError", "WorkloadError",
+    "IsaError", "SimulationError", "WorkloadError", "VTASimMeasurer", "vta_task", "resnet18_layer",
 ]
 
 
-def __getattr__(name):  # lazy: model-level helpers
+def __getattr__(name):  # lazy: model-level helpers and the tuning side
     if name in ("simulate_model", "ModelReport"):
         from dcoc.vta import report as model
 
         return getattr(model, name)
+    if name in ("VTASimMeasurer", "vta_task", "sw_space", "hw_space"):
+        from dcoc.vta import spaces
+
+        return getattr(spaces, name)
+    if name in ("resnet18_layer", "RESNET18_CONV", "exhaustive"):
+        from dcoc.vta import catalogue
+
+        return getattr(catalogue, name)
     raise AttributeError(f"module 'dcoc.vta' has no attribute {name!r}")

@@ -11,12 +11,8 @@ tuners or drivers themselves.
 from __future__ import annotations
 
 from dcoc.search.space import Space
-
-
-def _vta():
-    import dcoc.vta as vta
-
-    return vta
+from dcoc.vta.layer import simulate
+from dcoc.vta.workloads import Conv2DWorkload
 
 
 def _epilogue(epilogue):
@@ -48,7 +44,7 @@ def resnet18_layer(name: str):
     if key not in RESNET18_CONV:
         raise DcocError(f"unknown ResNet-18 layer '{name}'; choose from {', '.join(RESNET18_CONV)}")
     h, ci, co, k, s, _ = RESNET18_CONV[key]
-    return _vta().Conv2DWorkload(batch=1, height=h, width=h, in_channels=ci, out_channels=co,
+    return Conv2DWorkload(batch=1, height=h, width=h, in_channels=ci, out_channels=co,
                                  kernel=(k, k), stride=(s, s), padding=(k // 2, k // 2))
 
 
@@ -69,11 +65,10 @@ def timing_model_tag(epilogue="default") -> str:
     import os
     from dataclasses import asdict
 
-    vta = _vta()
     from dcoc.vta.simulator import DEFAULT_TIMING
 
     h = hashlib.sha256(json.dumps(asdict(DEFAULT_TIMING), sort_keys=True, default=str).encode())
-    src = os.path.dirname(vta.__file__)
+    src = os.path.dirname(os.path.abspath(__file__))
     for fname in sorted(os.listdir(src)):  # the simulator's code is part of the key
         if fname.endswith(".py"):
             with open(os.path.join(src, fname), "rb") as f:
@@ -92,7 +87,6 @@ def exhaustive(wl, hw, cache_dir: str | None = None, epilogue="default") -> dict
     import json
     import os
 
-    vta = _vta()
     root = cache_dir or cache_root("exhaustive")
     ep = _epilogue(epilogue)
     tag = timing_model_tag(epilogue)
@@ -104,7 +98,7 @@ def exhaustive(wl, hw, cache_dir: str | None = None, epilogue="default") -> dict
     sp = sw_space(wl, hw)
     table = {}
     for cfg in sp:
-        r = vta.simulate(wl, hw, cfg, epilogue=ep)
+        r = simulate(wl, hw, cfg, epilogue=ep)
         table[Space.key(cfg)] = float(r.seconds) if r.valid else None
     os.makedirs(root, exist_ok=True)
     tmp = path + ".tmp"

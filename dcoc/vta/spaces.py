@@ -6,7 +6,8 @@
   buffer-fit constraints the compiler would reject, and VTA-aware cost-model features.
 * :func:`vta_task` -- a software-only :class:`~dcoc.search.tuning_task.TuningTask`.
 * :func:`joint_task` -- hardware + software knobs of one workload in one space.
-* :func:`simulate_config` -- measure one config on the timing simulator.
+* :func:`simulate_config` -- measure one config on the timing simulator;
+  :class:`VTASimMeasurer` -- the simulator as a :class:`dcoc.search.Measurer` (a process pool).
 
 Features (for every model-based tuner alike): log2 knob values, the workload/hardware
 descriptor, and derived quantities of the TOPI-VTA loop nest -- tiles, reduction steps,
@@ -19,6 +20,10 @@ import math
 
 import numpy as np
 
+from dcoc.vta.config import BOARDS, HWConfig
+from dcoc.vta.layer import default_knobs, simulate
+from dcoc.vta.workloads import Conv2DWorkload, conv2d_space, dense_space
+from dcoc.search.measure import FunctionMeasurer
 from dcoc.search.space import Knob, Space
 from dcoc.search.tuning_task import TuningTask
 
@@ -35,17 +40,10 @@ HW_RANGES = {
 HW_KNOBS = tuple(HW_RANGES)
 
 
-def _vta():
-    import dcoc.vta as vta
-
-    return vta
-
-
 def make_hw(values: dict, board) -> "object":
     """HWConfig from hardware-knob values at the board's bus width and the clock the board
     achieves for that core (:meth:`dcoc.vta.config.Board.clock_mhz`)."""
-    vta = _vta()
-    hw = vta.HWConfig(**{k: int(values[k]) for k in HW_KNOBS},
+    hw = HWConfig(**{k: int(values[k]) for k in HW_KNOBS},
                       freq_mhz=board.freq_mhz, bus_bytes=board.bus_bytes)
     # the achievable clock of this core on the board (tree depth, congestion)
     return board.realize(hw) if hasattr(board, "realize") else hw
@@ -55,8 +53,7 @@ def hw_space(board="pynq", ranges: dict | None = None) -> Space:
     """Hardware knobs constrained to configs that are valid and fit ``board``."""
     from dcoc.errors import DcocError
 
-    vta = _vta()
-    bd = vta.BOARDS[board] if isinstance(board, str) else board
+    bd = BOARDS[board] if isinstance(board, str) else board
     ranges = ranges or HW_RANGES
     knobs = [Knob(k, tuple(ranges[k]), "hw") for k in HW_KNOBS]
     cache: dict = {}
@@ -79,15 +76,13 @@ def hw_space(board="pynq", ranges: dict | None = None) -> Space:
 def feasible_hw(board="pynq", ranges: dict | None = None) -> list:
     """Every hardware config of :func:`hw_space` that fits the board."""
     s = hw_space(board, ranges)
-    vta = _vta()
-    bd = vta.BOARDS[board] if isinstance(board, str) else board
+    bd = BOARDS[board] if isinstance(board, str) else board
     return [make_hw(c, bd) for c in s if s.is_valid(c)]
 
 
 # --------------------------------------------------------------------------- software
 def _descriptor(wl, hw) -> dict:
-    vta = _vta()
-    if isinstance(wl, vta.Conv2DWorkload):
+    if isinstance(wl, Conv2DWorkload):
         d = {"H": wl.height, "W": wl.width, "CI": wl.in_channels, "CO": wl.out_channels,
              "KH": wl.kernel[0], "KW": wl.kernel[1], "S": wl.stride[0], "OH": wl.out_height,
              "OW": wl.out_width}
@@ -191,13 +186,12 @@ def _memo_fit(wl, hw, epilogue="default"):
 def sw_space(wl, hw, epilogue="default") -> Space:
     """The schedule knobs of ``wl`` on ``hw`` (TOPI-VTA template), with buffer-fit checks
     for the fused ``epilogue`` (a bias or residual takes ACC space too)."""
-    vta = _vta()
-    choices = vta.conv2d_space(wl, hw) if isinstance(wl, vta.Conv2DWorkload) else vta.dense_space(wl, hw)
+    choices = conv2d_space(wl, hw) if isinstance(wl, Conv2DWorkload) else dense_space(wl, hw)
     group = {"tile_h": "tile", "tile_w": "tile", "tile_ci": "tile", "tile_co": "tile", "tile_b": "tile",
              "oc_nthread": "thread", "h_nthread": "thread"}
     knobs = [Knob(k, tuple(v), group.get(k, "schedule")) for k, v in choices.items()]
     cons = [_memo_fit(wl, hw, epilogue)]
-    feat = _conv_features(wl, hw) if isinstance(wl, vta.Conv2DWorkload) else _dense_features(wl, hw)
+    feat = _conv_features(wl, hw) if isinstance(wl, Conv2DWorkload) else _dense_features(wl, hw)
     return Space(knobs, cons, _descriptor(wl, hw), name=f"{wl.name}@{hw.name}", feature_fn=feat)
 
 
@@ -223,7 +217,7 @@ def vta_task(wl, hw, name: str | None = None, epilogue="default") -> TuningTask:
         from dcoc.errors import DcocError
 
         try:
-            k = _vta().default_knobs(wl, hw)
+            k = default_knobs(wl, hw)
         except DcocError:
             return []
         return [k] if k is not None and space.is_valid(k) else []
@@ -243,17 +237,16 @@ def joint_task(wl, board="pynq", ranges: dict | None = None, name: str | None = 
     divisors of CI/8, CI/16 and CI/32); a constraint rejects choices that do not divide
     the chosen hardware's axis, and the board budget rejects infeasible hardware.
     """
-    vta = _vta()
-    bd = vta.BOARDS[board] if isinstance(board, str) else board
+    bd = BOARDS[board] if isinstance(board, str) else board
     hs = hw_space(bd, ranges)
     ranges = {k.name: k.choices for k in hs.knobs}
     union: dict = {}
     for bi in ranges["block_in"]:
         for bo in ranges["block_out"]:
             for b in ranges["batch"]:
-                hw = vta.HWConfig(batch=b, block_in=bi, block_out=bo, freq_mhz=bd.freq_mhz,
+                hw = HWConfig(batch=b, block_in=bi, block_out=bo, freq_mhz=bd.freq_mhz,
                                   bus_bytes=bd.bus_bytes)
-                sp = vta.conv2d_space(wl, hw) if isinstance(wl, vta.Conv2DWorkload) else vta.dense_space(wl, hw)
+                sp = conv2d_space(wl, hw) if isinstance(wl, Conv2DWorkload) else dense_space(wl, hw)
                 for k, v in sp.items():
                     union.setdefault(k, set()).update(v)
     group = {"oc_nthread": "thread", "h_nthread": "thread"}
@@ -286,7 +279,6 @@ def joint_task(wl, board="pynq", ranges: dict | None = None, name: str | None = 
 
 def simulate_config(task: TuningTask, config: dict):
     """Simulate one config: ``(seconds, info)`` or ``(None, {"reason": ...})`` if invalid."""
-    vta = _vta()
     p = task.payload
     wl = p["workload"]
     if task.hw_knobs:
@@ -294,22 +286,24 @@ def simulate_config(task: TuningTask, config: dict):
         knobs = {k: v for k, v in config.items() if k not in task.hw_knobs}
     else:
         hw, knobs = p["hw"], config
-    r = vta.simulate(wl, hw, knobs, epilogue=_epilogue(p.get("epilogue")))
+    r = simulate(wl, hw, knobs, epilogue=_epilogue(p.get("epilogue")))
     if not r.valid:
         return None, {"reason": r.reason}
     return float(r.seconds), {"cycles": int(r.cycles), "gops": float(r.gops),
                               "utilization": float(r.utilization)}
 
 
-# compatibility: the benchmark catalogue and exhaustive tables live in dcoc.vta.catalogue,
-# workload specs in dcoc.vta.target
-def __getattr__(name):
-    if name in ("RESNET18_CONV", "resnet18_layer", "exhaustive", "cache_root", "timing_model_tag"):
-        import dcoc.vta.catalogue
+def _simulate_in_worker(task: TuningTask, config: dict):
+    """One config of a VTA task on the timing simulator (what a worker process runs)."""
+    return simulate_config(task, config)
 
-        return getattr(dcoc.vta.catalogue, name)
-    if name == "parse_workload":
-        from dcoc.vta.target import parse_workload
 
-        return parse_workload
-    raise AttributeError(f"module 'dcoc.vta.spaces' has no attribute {name!r}")
+class VTASimMeasurer(FunctionMeasurer):
+    """The VTA timing simulator as a measurer.
+
+    ``n_workers`` defaults to the number of CPU cores; ``n_workers=0`` simulates in this
+    process (fastest for small batches, no timeout enforcement).
+    """
+
+    def __init__(self, n_workers: int | None = None, timeout: float = 60.0):
+        super().__init__(_simulate_in_worker, n_workers=n_workers, timeout=timeout)

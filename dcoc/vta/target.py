@@ -5,6 +5,8 @@ A thin wrapper over :mod:`dcoc.vta` (hardware model, compiler, simulator, boards
 """
 from __future__ import annotations
 
+import re
+
 from dcoc.errors import ConfigError, DcocError
 from dcoc.targets.target import Layer, Target
 
@@ -90,6 +92,22 @@ class VTATarget(Target):
 
     def resources(self, hw, board):
         return self.board(board).usage(hw)
+
+    def model_runner(self, result, input_shapes=None):
+        from dcoc.runtime.runner import vta_runner
+
+        return vta_runner(result, input_shapes=input_shapes)
+
+    def layer_from_record(self, row: dict):
+        return layer_from_record(row, self)
+
+    def budgets(self, board):
+        from dcoc.vta.config import LUT_UTIL_LIMIT
+
+        bd = self.board(board)
+        return {"bram36": (bd.bram_usable, f"usable BRAM36 ({bd.bram_usable})"),
+                "dsp": (bd.dsp, f"DSP ({bd.dsp})"),
+                "lut": (LUT_UTIL_LIMIT * bd.lut, f"{int(LUT_UTIL_LIMIT * 100)}% LUT ({int(LUT_UTIL_LIMIT * bd.lut)})")}
 
     def describe_hw(self, hw, board):
         r = self.resources(hw, board)
@@ -180,7 +198,7 @@ class VTATarget(Target):
         return uops / (hw.freq_mhz * 1e6)
 
     def measurer(self, n_workers=None):
-        from dcoc.search.measure import VTASimMeasurer
+        from dcoc.vta import VTASimMeasurer
 
         return VTASimMeasurer(n_workers=n_workers)
 
@@ -253,3 +271,50 @@ def parse_workload(spec: str):
     if kind == "dense" and len(v) == 3:
         return vta.DenseWorkload(batch=v[0], in_features=v[1], out_features=v[2])
     raise DcocError(f"bad workload '{spec}': expected C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
+
+
+_CONV = re.compile(r"conv2d_(\d+)x(\d+)_(\d+)x(\d+)_k(\d+)(?:x(\d+))?s(\d+)(?:x(\d+))?(?:_b(\d+))?")
+_DENSE = re.compile(r"dense_m(\d+)_n(\d+)_k(\d+)")
+
+
+def layer_from_record(r: dict, tg):
+    """A records row's layer, best effort without ``layers.json`` (VTA workload names): the
+    conv2d padding is the one whose MAC count matches the recorded throughput; None if
+    unresolvable."""
+    from dcoc.vta.workloads import Conv2DWorkload, DenseWorkload
+
+    key = r.get("task", "")
+    name = key.split(":")[1] if key.count(":") >= 1 else key
+    m = _DENSE.fullmatch(name)
+    if m:
+        wl = DenseWorkload(batch=int(m[1]), in_features=int(m[3]), out_features=int(m[2]))
+        kind = "dense"
+        cands = [wl]
+    else:
+        m = _CONV.fullmatch(name)
+        if not m:
+            return None
+        h, w, ci, co, kh = (int(m[i]) for i in range(1, 6))
+        kw = int(m[6] or kh)
+        sh = int(m[7])
+        sw = int(m[8] or sh)
+        b = int(m[9] or 1)
+        info = r.get("info") or {}
+        macs = None
+        if r.get("valid") and info.get("gops") and r.get("cost"):
+            macs = info["gops"] * 1e9 * float(r["cost"]) / 2
+        cands = []
+        for p in sorted(range(max(kh, kw) + 1), key=lambda p: abs(p - kh // 2)):
+            try:
+                cands.append(Conv2DWorkload(batch=b, height=h, width=w, in_channels=ci, out_channels=co,
+                                                kernel=(kh, kw), stride=(sh, sw), padding=(p, p)))
+            except DcocError:
+                continue
+        if macs is not None:
+            cands = [c for c in cands if abs(c.macs - macs) <= 1e-3 * macs] or cands[:1]
+        kind = "conv2d"
+    for ep in (tg.model_epilogue(), "default"):
+        layer = Layer(r.get("task_name") or cands[0].name, cands[0], 1, kind, epilogue=ep)
+        if layer.key == key:
+            return layer
+    return None

@@ -25,7 +25,7 @@ ISSUE5_KEYS = {"hardware", "schedules", "latency_ms", "throughput", "baseline_la
                "trials", "tuner", "seed", "history"}
 
 BASELINES = ["random", "grid", "ga", "xgb", "rl", "chameleon"]
-TUNERS = ["dcoc"] + BASELINES
+TUNERS = ["surrogate", "dcoc"] + BASELINES
 
 
 @functools.lru_cache(maxsize=None)

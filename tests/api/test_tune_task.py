@@ -13,7 +13,8 @@ import pytest
 import dcoc
 from dcoc.errors import ConfigError, DcocError
 from dcoc.results.result import TaskResult
-from dcoc.search.measure import Measurer, VTASimMeasurer
+from dcoc.search.measure import Measurer
+from dcoc.vta import VTASimMeasurer
 from dcoc.vta.spaces import parse_workload, resnet18_layer, sw_space, workload_key
 from dcoc.vta import HWConfig, simulate
 
@@ -138,12 +139,6 @@ def test_tune_task_other_hardware_and_task_objects(tmp_path):
     wl = next(w for n, w, _ in vta_layers("resnet18") if n == task.name)
     r = dcoc.tune_task(task, hw=hw.name, tuner="random", trials=12, n_workers=0)
     check_task_result(r, wl, hw, "random", 12, 0)
-
-
-def test_tune_task_dcoc_agent_modes():
-    for agents in ("single", "per-knob"):
-        r = dcoc.tune_task(C11, tuner="dcoc", trials=16, n_workers=0, agents=agents)
-        check_task_result(r, C11, PYNQ, "dcoc", 16, 0)
 
 
 def test_tune_task_in_a_process_pool(tmp_path):

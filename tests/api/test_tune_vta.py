@@ -107,7 +107,9 @@ def check_json(res: TuneResult):
 def test_tune_resnet18_result_is_real(tmp_path_factory, tuner):
     res = tuned(tmp_path_factory, tuner)
     check_result(res, "resnet18", TRIALS, tuner, 0)
-    assert res.agents is None   # co-design's dcoc proposes without agents (docs/method.md §12)
+    from dcoc.tuners import describe
+
+    assert res.method == describe(tuner)   # the summary says what ran
     # CPU layers reported: the 3-channel stem conv, pooling, the flatten
     cpu = {c["layer"] for c in res.cpu_layers}
     assert {"conv2d_224x224_3x64_k7s2", "max_pool2d", "mean"} <= cpu
@@ -285,7 +287,7 @@ def test_hardware_that_does_not_fit_the_board(tmp_path, hardware, board, fragmen
 # ============================================================================ bad input
 @pytest.mark.parametrize("kw,exc,fragment", [
     (dict(tuner="autotvm"), DcocError, "unknown tuner 'autotvm'"),
-    (dict(agents="two"), DcocError, "unknown agents mode 'two'"),
+    (dict(tuner="dcoc:agents=two"), DcocError, "unknown DCOC setting 'agents'"),
     (dict(trials=0), DcocError, "trials must be >= 1"),
     (dict(board="de10"), ConfigError, "unknown board 'de10'"),
     (dict(hardware="9x9"), ConfigError, "cannot parse HW config"),
@@ -330,25 +332,6 @@ def test_ultra96_board(tmp_path_factory):
     assert res.board == "ultra96"
 
 
-@pytest.mark.parametrize("agents", ["clustered", pytest.param("single", marks=pytest.mark.slow),
-                                    pytest.param("per-knob", marks=pytest.mark.slow)])
-def test_dcoc_agent_modes(tmp_path_factory, agents):
-    res = tuned(tmp_path_factory, "dcoc-agents", trials=TRIALS, agents=agents)
-    check_result(res, "resnet18", TRIALS, "dcoc-agents", 0)
-    assert res.agents == agents
-
-
-def test_codesign_dcoc_refuses_an_agent_split_it_would_ignore(tmp_path):
-    """Co-design's dcoc proposes with the surrogate (docs/method.md §12): an agent split is
-    an error naming the tuner that uses it, not a silently ignored option."""
-    with pytest.raises(DcocError, match="dcoc-agents"):
-        dcoc.tune("resnet18", target="vta", trials=12, tuner="dcoc", agents="clustered",
-                  work_dir=str(tmp_path), n_workers=0)
-    res = dcoc.tune("resnet18", target="vta", trials=12, tuner="dcoc", work_dir=str(tmp_path / "b"),
-                    n_workers=0)
-    assert res.agents is None
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("tuner", TUNERS)
 def test_300_trials_explore_hardware(tmp_path_factory, tuner):
@@ -371,10 +354,10 @@ def test_default_work_dir_is_found_again(tmp_path, monkeypatch):
                   hardware="pynq")
     assert c.work_dir == os.path.join("dcoc_runs", "resnet18_vta_pynq_hw-1x16x16_i8w8a32_15_15_18_17_random_s4")
     assert c.extra["replayed_trials"] == 0
-    d = dcoc.tune("resnet18", target="vta", trials=12, tuner="dcoc", agents="single", seed=4,
+    d = dcoc.tune("resnet18", target="vta", trials=12, tuner="dcoc:select=topk", seed=4,
                   n_workers=0, board="ultra96", hardware="1x16x16_i8w8a32_15_15_18_17")
     assert d.work_dir == os.path.join(
-        "dcoc_runs", "resnet18_vta_ultra96_hw-1x16x16_i8w8a32_15_15_18_17_333MHz_bus16_dcoc_single_s4")
+        "dcoc_runs", "resnet18_vta_ultra96_hw-1x16x16_i8w8a32_15_15_18_17_333MHz_bus16_dcoc-select-topk_s4")
 
 
 def test_no_resume_for_llvm_refuses_an_existing_database(tmp_path):

@@ -53,7 +53,7 @@ def test_software_tuning_stops_when_a_layer_has_no_valid_schedule(tuner):
     exhausted, no best result) used to keep priority inf forever: 100% CPU, no end."""
     from dcoc import codesign as cd
     from dcoc.api import _hw
-    from dcoc.search.measure import VTASimMeasurer
+    from dcoc.vta import VTASimMeasurer
     from dcoc.vta import Conv2DWorkload
 
     hw = _hw(UNSCHEDULABLE[0], "pynq")

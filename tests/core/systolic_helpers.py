@@ -2,7 +2,6 @@
 on the systolic target, a measurer that counts simulator calls, and a small DCOC config."""
 from __future__ import annotations
 
-from dcoc import codesign as cd
 from dcoc.search import FunctionMeasurer
 from dcoc.targets import Layer, get
 from dcoc.targets.systolic import GemmWorkload, measure_systolic

@@ -1,10 +1,8 @@
 """DCOC's building blocks: confidence sampling, the paper's agent split, MAPPO learning."""
 import numpy as np
-import pytest
 
 from dcoc.method.config import MAPPOConfig
 from dcoc.method.mappo import MAPPO, agent_groups
-from dcoc.errors import DcocError
 from dcoc.method.sampling import ConfidenceConfig, confidence_select
 from dcoc.search import Knob, Space
 

@@ -9,7 +9,7 @@ from dcoc.method.core import DCOCConfig, DCOCCore, Problem
 from dcoc.errors import DcocError
 from dcoc.search import FunctionMeasurer, Knob, Space, TuningTask
 from dcoc.seeding import child_seed
-from dcoc.tuners import DCOC_FAMILY, create, names
+from dcoc.tuners import create, names
 
 
 class Bowl(Problem):

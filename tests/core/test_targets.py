@@ -124,7 +124,8 @@ def test_systolic_resources_grow_with_the_array():
 
 def test_measurer_registry():
     from dcoc.search import create_measurer, measurer_names
-    from dcoc.search.measure import FunctionMeasurer, TableMeasurer, VTASimMeasurer
+    from dcoc.search.measure import FunctionMeasurer, TableMeasurer
+    from dcoc.vta import VTASimMeasurer
 
     assert {"simulator", "table", "rpc", "function", "memo"} <= set(measurer_names())
     assert isinstance(create_measurer("simulator", target="vta", n_workers=0), VTASimMeasurer)

@@ -151,7 +151,7 @@ def test_cli_warm_start_errors_exit_2(tmp_path, capfd):
 
 # ------------------------------------------------------------------ VTA records without layers.json
 def test_vta_records_without_layers_file_resolve_workload_and_padding(tmp_path):
-    from dcoc.search.measure import VTASimMeasurer
+    from dcoc.vta import VTASimMeasurer
     from dcoc.vta import Conv2DWorkload, HWConfig
 
     vta = get("vta")

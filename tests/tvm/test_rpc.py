@@ -1,6 +1,6 @@
 """Distributed measurement on loopback: a real tracker and real RPC servers (subprocesses).
 
-* the VTA simulator served by ``python -m tvm_plugin.rpc serve`` and fanned out by
+* the VTA simulator served by ``dcoc rpc serve`` and fanned out by
   RPCSimMeasurer; a server killed mid-run becomes an error result, tuning completes on
   the other one;
 * MetaSchedule's RPCRunner (``runner="rpc://HOST:PORT/KEY"``) against TVM's own servers.
@@ -47,7 +47,7 @@ class Cluster:
         return p
 
     def sim_server(self, key: str) -> subprocess.Popen:
-        return self._spawn([sys.executable, "-m", "tvm_plugin.rpc", "serve", "--tracker",
+        return self._spawn([sys.executable, "-m", "dcoc.cli", "rpc", "serve", "--tracker",
                             self.addr, "--key", key, "--port", str(_free_port())])
 
     def tvm_server(self, key: str) -> subprocess.Popen:

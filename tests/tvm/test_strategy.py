@@ -1,4 +1,4 @@
-"""TunerStrategy / DCOCSearchStrategy inside MetaSchedule: contract, database, resume."""
+"""TunerStrategy inside MetaSchedule: contract, database, resume, program features."""
 from __future__ import annotations
 
 import importlib.util
@@ -103,29 +103,29 @@ def test_invalid_configs_go_back_unbuilt(conv_task, builder, runner, tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("dcoc.tuners.dcoc_tuner") is None,
                     reason="the dcoc tuner is not available")
 def test_dcoc_strategy_tune_relax_and_resume(conv_model, llvm, builder, runner, tmp_path):
-    """The documented drop-in: tune_relax(..., strategy=DCOCSearchStrategy(...)); rerun with
+    """The documented drop-in: tune_relax(..., strategy=TunerStrategy(...)); rerun with
     the same work_dir measures nothing again; the tuned PrimFunc is applied at compile."""
     from tvm.s_tir import meta_schedule as ms
 
     from tvm_plugin.metaschedule.build import compile_model
-    from tvm_plugin.metaschedule.strategy import DCOCSearchStrategy
+    from tvm_plugin.metaschedule.strategy import TunerStrategy
     from tvm_plugin.metaschedule.tuning import metaschedule_logging_guard
 
     fused = conv_model.fused(llvm)
-    strat = DCOCSearchStrategy(seed=0)
+    strat = TunerStrategy(seed=0)
     with metaschedule_logging_guard():  # TVM 0.27 logger set-up vs pytest's log capture
         db = ms.relax_integration.tune_relax(fused, {}, llvm.tvm, str(tmp_path), 16,
                                              num_trials_per_iter=8, builder=builder,
                                              runner=runner, strategy=strat, cost_model="random",
                                              seed=0)
     (name, summary), = strat.results.items()
-    assert summary["tuner"] == "dcoc" and summary["trials"] == 16
+    assert summary["tuner"] == "surrogate" and summary["trials"] == 16
     n = len(db.get_all_tuning_records())
     assert n == 16
     ex, report = compile_model(db, conv_model.mod, llvm.tvm)
     assert len(report["tuned"]) == 1
 
-    again = DCOCSearchStrategy(seed=0)
+    again = TunerStrategy(seed=0)
     with metaschedule_logging_guard():
         db2 = ms.relax_integration.tune_relax(fused, {}, llvm.tvm, str(tmp_path), 16,
                                               num_trials_per_iter=8, builder=builder,
@@ -137,11 +137,9 @@ def test_dcoc_strategy_tune_relax_and_resume(conv_model, llvm, builder, runner, 
     assert s2["best_cost"] == pytest.approx(summary["best_cost"], rel=1e-9)
 
 
-@pytest.mark.parametrize("tuner", ["random", "dcoc"])
+@pytest.mark.parametrize("tuner", ["random", "surrogate", "dcoc"])
 def test_same_seed_same_first_batch(conv_task, tuner):
     """Before any measurement a tuner's proposals depend only on the seed."""
-    if tuner == "dcoc" and importlib.util.find_spec("dcoc.tuners.dcoc_tuner") is None:
-        pytest.skip("the dcoc tuner is not available")
     from tvm_plugin.metaschedule.trace_space import schedule_hash
     from tvm_plugin.metaschedule.strategy import TunerStrategy
 
@@ -157,48 +155,43 @@ def test_same_seed_same_first_batch(conv_task, tuner):
     assert len(a) == 8 and a == b and a != c
 
 
-@pytest.mark.skipif(importlib.util.find_spec("dcoc.tuners.dcoc_tuner") is None,
-                    reason="the dcoc tuner is not available")
-def test_dcoc_strategy_program_features_and_shared_pool(conv_task, builder, runner, tmp_path):
-    """DCOC re-ranks on MetaSchedule's per-store features, publishes its rows to the pool
-    in the shared state, and a later task of the same run starts from that pool."""
+@pytest.mark.parametrize("tuner", ["surrogate", "dcoc"])
+def test_program_features_and_the_shared_pool(conv_task, builder, runner, tmp_path, tuner):
+    """With few trials per task a DCOC-family tuner ranks on MetaSchedule's per-store
+    features (sum and max), publishes its rows to the pool in the shared state, and a later
+    task of the same run starts from that pool (no random warm-up)."""
     import numpy as np
 
-    from dcoc.method.core import DCOCConfig
+    from tvm_plugin.metaschedule.program import ProgramConfig
+    from tvm_plugin.metaschedule.strategy import TunerStrategy
     from tvm_plugin.metaschedule.trace_space import make_tune_context
-    from tvm_plugin.metaschedule.strategy import DCOCSearchStrategy
 
-    assert DCOCConfig().program_rerank == 0               # opt-in
-    strat = DCOCSearchStrategy(seed=0, config=DCOCConfig(program_rerank=4))
+    program = ProgramConfig(few_trials_below=100, pool_min=16)
+    strat = TunerStrategy(tuner=tuner, seed=0, program=program)
     ctx = tune_context(conv_task, strat)
     _tune(ctx, tmp_path, builder, runner, trials=24, per_iter=8)
     name = str(ctx.task_name)
     summary = strat.results[name]
-    assert summary["trials"] == 24 and summary["feature_seconds"] > 0
+    assert summary["trials"] == 24 and summary["program_features"] and summary["feature_seconds"] > 0
     pool = strat.state["pool"]
     assert pool.tasks() == [name] and pool.n_rows() >= 16
     feats = strat.features
     assert feats.dim == 2 * 164
     X = feats(np.zeros((1, len(strat.tspace.space.knobs)), np.int64))
-    assert X.shape == (1, feats.dim)
-    X2, rows = feats.with_stores(np.zeros((1, len(strat.tspace.space.knobs)), np.int64))
-    # the per-store rows (program_model = "per-store") are what the sum / max aggregate
-    assert rows[0].ndim == 2 and rows[0].shape[1] == 164 and len(rows[0]) >= 1
-    assert np.allclose(X2[0], np.concatenate([rows[0].sum(axis=0), rows[0].max(axis=0)]))
-    assert np.array_equal(X2, X)
+    assert X.shape == (1, feats.dim) and np.isfinite(X).all()
 
     # a second task of the same run (clones share the state) skips the random warm-up
-    other = DCOCSearchStrategy(seed=0, state=strat.state,
-                               config=DCOCConfig(program_rerank=4, program_pool_min=16))
+    other = strat.clone()
     et = conv_task.ms_task
     ctx2 = make_tune_context(et.dispatched[0], et.target, "other_task", strategy=other,
                              num_threads=2, seed=0)
     spaces = ctx2.space_generator.generate_design_space(ctx2.mod)
     other._initialize_with_tune_context(ctx2)
     other.pre_tuning(8, 8, spaces, None, None)
-    assert other.tuner.problem.n_init() == 0
     assert len(other.generate_measure_candidates()) == 8
-    assert other.tuner.problem.prog_model.fitted      # fitted on the first task's rows only
+    ranker = other.tuner.problem.ranker
+    assert other.tuner.problem.n_init() == 0
+    assert ranker.model.fitted                        # fitted on the first task's rows only
     assert other.tuner.problem.n_measured() == 0
 
 
@@ -226,19 +219,18 @@ def test_batches_stop_at_the_global_budget(conv_task, builder, runner, tmp_path,
     assert strat.state["used"] == measured
 
 
-@pytest.mark.parametrize("cold_below", [0, 32])
-def test_few_trials_per_task_turn_the_cold_setting_on(conv_task, cold_below):
+@pytest.mark.parametrize("below", [0, 32])
+def test_few_trials_per_task_attach_a_program_ranker(conv_task, below):
     """Every task of a run is pre-tuned before the first batch, so a task's first batch
     knows the run's budget per task (10 trials over two tasks: 5).  Below
-    ``DCOCConfig.cold_below`` DCOC switches COLD_SETTING on and gets program features;
-    with ``cold_below=0`` (the control) nothing changes.  A later run sharing the state
-    counts its own tasks."""
-    from dcoc.method.core import COLD_SETTING, DCOCConfig
+    ``ProgramConfig.few_trials_below`` a DCOC-family tuner gets a program-feature ranker;
+    with 0 (the control) nothing changes.  A later run sharing the state counts its own
+    tasks."""
+    from tvm_plugin.metaschedule.program import ProgramConfig
+    from tvm_plugin.metaschedule.strategy import TunerStrategy
     from tvm_plugin.metaschedule.trace_space import make_tune_context
-    from tvm_plugin.metaschedule.strategy import DCOCSearchStrategy
 
-    strat = DCOCSearchStrategy(seed=0, max_trials_global=10,
-                               config=DCOCConfig(cold_below=cold_below))
+    strat = TunerStrategy(seed=0, max_trials_global=10, program=ProgramConfig(few_trials_below=below))
     et = conv_task.ms_task
 
     def pre_tune(s, name):
@@ -250,48 +242,15 @@ def test_few_trials_per_task_turn_the_cold_setting_on(conv_task, cold_below):
     clone = strat.clone()
     pre_tune(strat, "task_a")
     pre_tune(clone, "task_b")
-    assert strat.tuner.cfg.program_rerank == 0 and strat.features is None  # not yet decided
+    assert strat.tuner.problem.ranker is None and strat.features is None  # not yet decided
     assert len(strat.generate_measure_candidates()) == 4
     assert strat.per_task() == 5
-    on = cold_below > 0
-    cfg = strat.tuner.cfg
-    assert all((getattr(cfg, k) == v) is on for k, v in COLD_SETTING.items())
+    on = below > 0
+    assert (strat.tuner.problem.ranker is not None) is on
     assert (strat.features is not None) is on
     assert strat.results["task_a"]["program_features"] is on
     assert strat.results["task_b"]["program_features"] is False   # decides at its first batch
 
-    third = DCOCSearchStrategy(seed=0, state=strat.state)  # a second run: one task
+    third = TunerStrategy(seed=0, state=strat.state)  # a second run: one task
     pre_tune(third, "task_c")
     assert third.per_task() == 10
-
-
-def test_metaschedule_defaults_fill_only_unset_fields(conv_task):
-    """MS_DEFAULTS reach a DCOC tuner in MetaSchedule where its config leaves the field
-    unset; an explicit value (or a registered ablation's variant) wins; the caller's config
-    is not changed; the per-task (VTA) default is untouched."""
-    from dcoc.method.core import DCOCConfig
-    from tvm_plugin.metaschedule.trace_space import make_tune_context
-    from tvm_plugin.metaschedule.strategy import MS_DEFAULTS, DCOCSearchStrategy, with_ms_defaults
-
-    mine = DCOCConfig()
-    kw = with_ms_defaults({"config": mine, "agents": "dcoc"})
-    assert kw["agents"] == "dcoc" and mine.learn is None
-    for k, v in MS_DEFAULTS.items():
-        assert getattr(kw["config"], k) == v
-    assert with_ms_defaults({"config": DCOCConfig(learn=True)})["config"].learn is True
-    assert DCOCConfig().learn is None            # per task: Problem.default_learn (True)
-    # since session 36 no agents and no confidence rule in MetaSchedule unless asked for
-    assert (MS_DEFAULTS["proposer"], MS_DEFAULTS["select"]) == ("surrogate", "topk")
-    old = with_ms_defaults({"config": DCOCConfig(proposer="agents", select="confidence")})
-    assert (old["config"].proposer, old["config"].select) == ("agents", "confidence")
-
-    et = conv_task.ms_task
-    for cfg, learn in ((None, MS_DEFAULTS.get("learn", True)), (DCOCConfig(learn=True), True)):
-        strat = DCOCSearchStrategy(seed=0, **({"config": cfg} if cfg else {}))
-        ctx = make_tune_context(et.dispatched[0], et.target, "t", strategy=strat,
-                                num_threads=2, seed=0)
-        strat._initialize_with_tune_context(ctx)
-        strat.pre_tuning(4, 4, ctx.space_generator.generate_design_space(ctx.mod), None, None)
-        assert strat.tuner.core.learn is learn
-        # neither config sets proposer / select: MetaSchedule's defaults fill them
-        assert (strat.tuner.core.proposer, strat.tuner.core.select) == ("surrogate", "topk")

@@ -28,19 +28,19 @@ Modules (one concern each; this package re-exports the public names, so import f
 
     targets       resolve_target, TargetSpec
     preflight     preflight, unsupported_ops (file, checker, operators, input shapes)
-    loading       load, load_model, Model (TVM's ONNX importer + import pipeline)
+    loading       load, load_model, model_tasks, Model (TVM's ONNX importer + import pipeline)
     folding       numpy constant folding of weight arithmetic
     lowering      lower_for_tuning (legalize + fuse)
     accel         VTA extraction: the Relax graph walk and offload policy
     classify      classify_primfunc: TIR anchor block -> (kind, workload, macs)
     metaschedule  MetaSchedule task extraction
-    workloads     task_name and the workload dicts both extractions build
-    extract       extract_tasks, model_tasks (the entry points)
+    naming        task_name and the workload dicts both extractions build
+    extract       extract_tasks (the entry point)
     common        TVM output hygiene (_quiet_native_stderr, _first_line), Relax helpers
 """
 from tvm_plugin.frontend.classify import classify_primfunc  # noqa: F401
-from tvm_plugin.frontend.extract import extract_tasks, model_tasks
-from tvm_plugin.frontend.loading import Model, load, load_model
+from tvm_plugin.frontend.extract import extract_tasks
+from tvm_plugin.frontend.loading import Model, load, load_model, model_tasks
 from tvm_plugin.frontend.lowering import _is_lowered, lower_for_tuning  # noqa: F401
 from tvm_plugin.frontend.preflight import preflight, unsupported_ops
 from tvm_plugin.frontend.targets import TargetSpec, resolve_target

@@ -1,13 +1,10 @@
-"""Entry points: :func:`extract_tasks` (a module or :class:`Model` -> TaskList for a target)
-and :func:`model_tasks` (resolve, load and extract in one call)."""
+"""The entry point :func:`extract_tasks`: a module or a loaded Model -> TaskList for a target
+(:func:`tvm_plugin.frontend.loading.model_tasks` resolves, loads and extracts in one call)."""
 from __future__ import annotations
-
-from typing import Mapping, Sequence
 
 from dcoc.errors import ModelError
 from dcoc.tasks import TaskList
 from tvm_plugin.frontend.accel import _vta_tasks
-from tvm_plugin.frontend.loading import Model, load
 from tvm_plugin.frontend.lowering import _is_lowered, lower_for_tuning
 from tvm_plugin.frontend.metaschedule import _ms_tasks
 from tvm_plugin.frontend.targets import resolve_target
@@ -45,7 +42,7 @@ def extract_tasks(mod, target) -> TaskList:
       Identical workloads on the same device are merged, ``weight`` = occurrences.
     """
     spec = resolve_target(target)
-    if isinstance(mod, Model):
+    if hasattr(mod, "fused") and hasattr(mod, "tasks"):  # a loaded Model
         return mod.tasks(spec)
     if spec.is_vta:
         if _is_lowered(mod):
@@ -55,18 +52,3 @@ def extract_tasks(mod, target) -> TaskList:
     if not _is_lowered(mod):
         mod = lower_for_tuning(mod, spec)
     return _ms_tasks(mod, spec)
-
-
-def model_tasks(model, target="vta", input_shapes: Mapping[str, Sequence[int]] | None = None,
-                *, weights: bool | None = None) -> TaskList:
-    """Resolve ``model`` (zoo name, ``light_*`` name, ONNX path or ModelProto), load it and
-    extract its tasks for ``target`` (default ``vta``).
-
-    ``weights``: load the real weights (default: only for TVM targets; the VTA extraction
-    walks shapes and imports shape-only, see :func:`load`).
-    """
-    spec = resolve_target(target)
-    m = load(model, input_shapes, weights=(not spec.is_vta) if weights is None else weights)
-    tl = m.tasks(spec)
-    tl.model = m.name
-    return tl

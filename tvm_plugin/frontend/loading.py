@@ -174,7 +174,7 @@ class Model:
 
     def tasks(self, target="vta") -> TaskList:
         """:func:`extract_tasks` for this model."""
-        from tvm_plugin.frontend.extract import extract_tasks  # extract imports this module
+        from tvm_plugin.frontend.extract import extract_tasks
 
         spec = resolve_target(target)
         mod = self.mod if spec.is_vta else self.fused(spec)
@@ -248,3 +248,18 @@ def load_model(path_or_model, input_shapes: Mapping[str, Sequence[int]] | None =
     :class:`Model`.
     """
     return load(path_or_model, input_shapes).mod
+
+
+def model_tasks(model, target="vta", input_shapes: Mapping[str, Sequence[int]] | None = None,
+                *, weights: bool | None = None) -> TaskList:
+    """Resolve ``model`` (zoo name, ``light_*`` name, ONNX path or ModelProto), load it and
+    extract its tasks for ``target`` (default ``vta``).
+
+    ``weights``: load the real weights (default: only for TVM targets; the VTA extraction
+    walks shapes and imports shape-only, see :func:`load`).
+    """
+    spec = resolve_target(target)
+    m = load(model, input_shapes, weights=(not spec.is_vta) if weights is None else weights)
+    tl = m.tasks(spec)
+    tl.model = m.name
+    return tl

@@ -1,0 +1,52 @@
+"""The target registry: names -> :class:`~dcoc.targets.target.Target` objects (imported lazily)."""
+from __future__ import annotations
+
+import importlib
+
+from dcoc.errors import TargetError
+
+#: name -> "module:Class"
+REGISTRY = {
+    "vta": "dcoc.vta.target:VTATarget",
+    "systolic": "dcoc.targets.systolic:SystolicTarget",
+}
+
+#: the accelerator target used when none is named
+DEFAULT_TARGET = "vta"
+
+_CACHE: dict = {}
+
+
+def available() -> list[str]:
+    """Names of the registered accelerator targets."""
+    return list(REGISTRY)
+
+
+def get(name=None) -> "Target":  # noqa: F821 - dcoc.targets.target.Target (not imported here)
+    """The target called ``name`` (default :data:`DEFAULT_TARGET`); a Target instance is returned as is."""
+    if _is_target(name):
+        return name
+    key = DEFAULT_TARGET if name is None else str(name).strip().lower()
+    if key not in REGISTRY:
+        raise TargetError(f"unknown accelerator target '{name}'; choose one of {', '.join(REGISTRY)}")
+    if key not in _CACHE:
+        mod, cls = REGISTRY[key].split(":")
+        _CACHE[key] = getattr(importlib.import_module(mod), cls)()
+    return _CACHE[key]
+
+
+def is_accelerator(target) -> bool:
+    """Whether ``target`` names a registered accelerator target (else: a TVM target)."""
+    return _is_target(target) or (isinstance(target, str) and target.strip().lower() in REGISTRY)
+
+
+def boards(target=None) -> list[str]:
+    return list(get(target).boards)
+
+
+def _is_target(obj) -> bool:
+    """A target object (duck-typed: this module imports no target)."""
+    return not isinstance(obj, (str, dict)) and hasattr(obj, "hw_space") and hasattr(obj, "sw_space")
+
+
+__all__ = ["DEFAULT_TARGET", "REGISTRY", "available", "boards", "get", "is_accelerator"]
