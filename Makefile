@@ -15,13 +15,15 @@ JOBS   ?= 2
 # PyTorch's CPU-only wheels (torch without the nvidia-* / triton wheels)
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: install demo test test-all bench bench-full clean help
+.PHONY: install demo readme-demo test test-all lint bench bench-full clean help
 
 help:
-	@echo "make demo      install, then tune ResNet-18 for the pynq VTA on the simulator (a few minutes)"
+	@echo "make demo      install, then tune ResNet-18 for the pynq VTA on the simulator (about a minute)"
 	@echo "make test      install, then run the default test suite"
 	@echo "make test-all  also run the slow tests"
-	@echo "make bench     quick benchmark suite -> docs/RESULTS.md, docs/img/*.png (~20 min)"
+	@echo "make bench     quick benchmark suite -> docs/RESULTS.md, docs/img/*.png (~25 min)"
+	@echo "make lint      ruff check"
+	@echo "make readme-demo  rewrite README.md's demo output from a fresh run"
 	@echo "make clean     remove the virtualenv and caches"
 
 install: $(STAMP)
@@ -35,6 +37,12 @@ $(STAMP): pyproject.toml setup.py
 
 demo: install
 	$(DCOC) tune resnet18 --target vta --board pynq --trials 300 --seed 0 --work-dir runs/demo
+
+readme-demo: install
+	$(PY) tests/test_readme_demo.py --update
+
+lint: install
+	$(PY) -m ruff check .
 
 test: install
 	$(PY) -m pytest -q -n $(JOBS) --durations=15

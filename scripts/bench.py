@@ -1,16 +1,18 @@
 """Run every benchmark side by side and write docs/RESULTS.md + docs/img/*.png.
 
-    python -m scripts.bench --suite quick     # ~23 min on 2 cores (make bench; measured 1312-1385 s on 2026-12-01; co-design section 459 s since 2026-12-02)
-    python -m scripts.bench --suite full      # hours: all layers, 5 seeds, 2000-trial co-design
+    python -m scripts.bench --suite quick     # make bench: tens of minutes on 2 cores
+    python -m scripts.bench --suite full      # hours: every evaluation layer, 2000-trial co-design
     python -m scripts.bench --sections codesign   # rerun one section; the others stay as they are
 
-Sections (each states its command, budget and seeds):
+RESULTS.md is exactly what this writes: a header and four sections, each stating its
+command, budget, seeds and what decides (paired tests against the default tuner
+``surrogate``; the paper's method ``dcoc`` also against its ablations):
 1. VTA simulator: calibration against measured PYNQ times; simulation speed.
-2. Software-only tuning of ResNet-18's VTA layers: trials to 99% of the exhaustive
-   optimum, quality after 100/300 trials, tuner overhead, DCOC vs RL ("30x"); curves.
-3. Co-design (hardware + schedules): DCOC vs the baselines at the same budget; the
-   hardware configs explored (Pareto view).
-4. MetaSchedule (llvm): DCOC strategy vs EvolutionarySearch vs ReplayTrace.
+2. Software-only tuning of VTA conv layers of the evaluation set: trials to 99% of the
+   exhaustive optimum, quality after 100/300 trials, tuner overhead, dcoc vs RL; curves.
+3. Co-design (hardware + schedules): the DCOC family vs the baselines at the same budget;
+   the hardware configs explored (Pareto view).
+4. MetaSchedule (llvm): the surrogate strategy vs EvolutionarySearch vs ReplayTrace.
 Every number is measured in this run; nothing is typed in.
 """
 from __future__ import annotations
@@ -30,14 +32,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SUITES = {
     "quick": {
-        # evaluation set only (docs/method.md §9), every tuner and ablation, 5 seeds
+        # evaluation set only (docs/method.md, "Tuning set and evaluation set"), every
+        # tuner and ablation, 5 seeds
         "sw": dict(layers="quick-evaluation", seeds=[0, 1, 2, 3, 4], budget=100,
                    tuners=["random", "ga", "xgb", "rl", "chameleon", "sweep", "surrogate", "dcoc",
-                           "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "dcoc:explore_frac=0"]),
+                           "dcoc-frozen", "surrogate:select=confidence", "dcoc:select=topk",
+                           "dcoc:explore_frac=0"]),
         # two boards x 5 seeds = 10 pairs per paired test (5 pairs cannot reach p < 0.05)
         "codesign": dict(models=["resnet18"], boards=["pynq", "ultra96"],
-                         tuners=["dcoc", "dcoc-agents", "dcoc:select=confidence", "dcoc:gain_units=model",
-                                 "dcoc:sweep_incumbent=False", "sweep", "xgb"],
+                         tuners=["surrogate", "dcoc", "dcoc-frozen", "surrogate:select=confidence",
+                                 "sweep", "xgb"],
                          seeds=[0, 1, 2, 3, 4], trials=100),
         "metaschedule": dict(budgets=[64], seeds=[0], population=128),
     },
@@ -48,6 +52,33 @@ SUITES = {
         "metaschedule": dict(budgets=[64, 256], seeds=[0, 1, 2], population=None),
     },
 }
+
+
+#: what the suites' DCOC-family specs run, in words (other tuners: ``dcoc.tuners.DESCRIPTIONS``)
+WORDS = {
+    "surrogate": "the default: an XGBoost ensemble scores the space (annealing on large spaces) and "
+                 "its top-k by predicted mean are measured",
+    "dcoc": "the paper's method: the agents (MAPPO) propose, XGBoost confidence sampling selects, "
+            "the agents learn",
+    "dcoc-frozen": "dcoc with agents that never learn",
+    "surrogate:select=confidence": "surrogate with confidence sampling instead of top-k",
+    "dcoc:select=topk": "dcoc with top-k by predicted mean instead of confidence sampling",
+    "dcoc:explore_frac=0": "dcoc without its exploration quota (no share of a batch chosen by the "
+                           "upper confidence bound)",
+    "surrogate:hw_explore_every=1000000000": "surrogate without the co-design hardware "
+                                             "exploration quota",
+}
+
+
+def explain(tuners) -> str:
+    """One legend line: every tuner spec and what it runs."""
+    from dcoc.tuners import DESCRIPTIONS, parse
+
+    def words(t):
+        name, _, settings = t.partition(":")
+        return WORDS.get(t) or DESCRIPTIONS.get(parse(t)[0], name) + (f", with {settings}" if settings else "")
+
+    return "; ".join(f"`{t}`: {words(t)}" for t in tuners)
 
 
 def _git(*args) -> str:
@@ -109,12 +140,14 @@ def section_simulator(img: str) -> tuple[str, dict]:
 
 def _plot_sw(res: dict, img: str) -> list[str]:
     from dcoc.results.plots import _plt
+    from scripts import bench_sw
 
     plt = _plt()
     runs = res["runs"]
     layers = res.get("layers") or sorted({r["layer"] for r in runs})
     tuners = [t for t in res.get("tuners", []) if t in ("random", "ga", "xgb", "rl", "chameleon", "surrogate",
                                                          "dcoc", "dcoc-frozen")]
+    bold = (bench_sw.REFERENCE, bench_sw.PAPER)
     paths = []
     for axis in ("trials", "wall"):
         n = len(layers)
@@ -138,7 +171,7 @@ def _plot_sw(res: dict, img: str) -> list[str]:
                     sim = res.get("sim_seconds", {}).get(layer, 0.0)
                     walls = [r.get("tuner_wall") or [0] * L for r in rs]
                     x = [statistics.mean(col) + (i + 1) * sim for i, col in enumerate(zip(*[w[:L] for w in walls]))]
-                ax.plot(x, mean, label=t, lw=1.4 if t == "dcoc" else 1.0)
+                ax.plot(x, mean, label=t, lw=1.4 if t in bold else 1.0)
                 ax.fill_between(x, lo, hi, alpha=0.12)
             ax.set_title(f"{layer} (pynq)", fontsize=12)
             ax.set_ylim(0.5, 1.01)
@@ -177,26 +210,30 @@ def section_sw(cfg: dict, img: str) -> tuple[str, dict]:
     tuners = res["tuners"]
     seeds = cfg["seeds"]
     lay_arg = " ".join(layers_cfg)
+    ref, paper = bench_sw.REFERENCE, bench_sw.PAPER
     md = ["## 2. Software-only tuning (VTA conv layers of the evaluation set, pynq preset)", "",
           f"Command: `python -m scripts.bench_sw --layers {lay_arg} --tuners {' '.join(tuners)} "
           f"--seeds {' '.join(map(str, seeds))} --budget {cfg['budget']}`; {len(seeds)} seeds; budget "
           f"{cfg['budget']} trials per run.  Measurements are answered from the layer's exhaustively "
           "simulated table.  The layers are from the **evaluation set** (VGG-16 and MobileNetV2 conv "
-          "layers; `bench_sw.EVALUATION_SET`): no hyperparameter of any tuner was chosen on them.  Every "
-          "hyperparameter (DCOC's, xgb's plan size 8, the clustering threshold) was chosen on the "
-          "**tuning set**, ResNet-18 C2..C11 ([method.md §9](method.md#9-tuning-set-and-evaluation-set)).  "
-          "xgb, rl and chameleon start from the same 8 random configs per (layer, seed) "
-          "(`dcoc/tuners/warmup.py`); DCOC and its ablations also start with 8 random configs (their own "
-          "draw unless `DCOCTuner` uses the shared one); rl and chameleon walk 128 x 500 per plan "
-          "as CHAMELEON does.", "",
-          "**All runs, paired against DCOC** (median [IQR] over every (layer, seed) run; two-sided "
-          "Wilcoxon signed-rank test over the same (layer, seed) pairs; a difference is called better/worse "
-          "only at p < 0.05; `+/-` = pairs where the tuner was better/worse than DCOC; trials to 99%: a run "
-          f"that never got there counts as {cfg['budget'] + 1}; `dcoc:explore_frac=0` = DCOC without "
-          "its exploration quota):", "",
-          bench_sw.render_compare(res["compare"], cfg["budget"], md=True), "",
-          "**Trials to reach 99% of the exhaustive optimum** per layer (median over seeds; `-` = not reached; "
-          "in brackets: seeds that reached it):", ""]
+          "layers; `bench_sw.EVALUATION_SET`): no hyperparameter of any tuner was chosen on them; every "
+          "hyperparameter (the DCOC family's, xgb's plan size 8) was chosen on the **tuning set**, "
+          "ResNet-18 C2..C11 ([method.md](method.md#tuning-set-and-evaluation-set)).  "
+          "Every model-based tuner (xgb, rl, chameleon, surrogate, dcoc and their variants) starts "
+          "from the same 8 random configs per (layer, seed) (`dcoc/tuners/warmup.py`); rl and "
+          "chameleon walk 128 x 500 per plan as CHAMELEON does.", "",
+          "Tuners: " + explain(tuners) + ".", "",
+          f"**All runs, paired against `{ref}`, the default** (median [IQR] over every (layer, seed) "
+          "run; two-sided Wilcoxon signed-rank test over the same (layer, seed) pairs; a difference "
+          f"is called better/worse only at p < 0.05; `+/-` = pairs where the tuner was better/worse "
+          f"than `{ref}`; trials to 99%: a run that never got there counts as {cfg['budget'] + 1}):", "",
+          bench_sw.render_compare(res["compare"], cfg["budget"], ref, md=True), ""]
+    if res.get("compare_paper"):
+        md += [f"**The paper's method `{paper}` against its ablations** (paired the same way; "
+               f"`+/-` = pairs where the ablation was better/worse than `{paper}`):", "",
+               bench_sw.render_compare(res["compare_paper"], cfg["budget"], paper, md=True), ""]
+    md += ["**Trials to reach 99% of the exhaustive optimum** per layer (median over seeds; `-` = not "
+           "reached; in brackets: seeds that reached it):", ""]
     rows = []
     for l in layers:
         first = s[(l, tuners[0])]
@@ -215,23 +252,24 @@ def section_sw(cfg: dict, img: str) -> tuple[str, dict]:
            _md_table(["tuner", "ms/trial"],
                      [[t, f"{statistics.median(s[(l, t)]['ms_per_trial'] for l in layers):.1f}"] for t in tuners])]
     if res["thirty_x"]:
-        md += ["", "**DCOC vs single-agent RL**: trials to reach the quality RL has at the end of its budget:", "",
-               _md_table(["layer", "seed", "rl trials", "dcoc trials", "rl / dcoc"],
+        md += ["", f"**`{paper}` vs single-agent RL**: trials to reach the quality RL has at the end of its "
+                   "budget:", "",
+               _md_table(["layer", "seed", "rl trials", f"{paper} trials", f"rl / {paper}"],
                          [[r["layer"], r["seed"], r["rl_trials"], r["dcoc_trials"] or "-",
                            f"{r['ratio']:.1f}x" if r["ratio"] else "-"] for r in res["thirty_x"]])]
         ratios = [r["ratio"] for r in res["thirty_x"] if r["ratio"]]
         if ratios:
-            md.append(f"\nMedian ratio {statistics.median(ratios):.1f}x (target in issue 5: at least 30x).")
-    # honest verdict (per layer medians; the paired tests above are what counts)
+            md.append(f"\nMedian ratio {statistics.median(ratios):.1f}x (target: at least 30x).")
+    # per-layer medians, stated plainly (the paired tests above are what counts)
     notes = []
     for l in layers:
-        d = s[(l, "dcoc")]["t99_median"] if (l, "dcoc") in s else math.inf
-        better = [t for t in tuners if t != "dcoc" and s[(l, t)]["t99_median"] <= d]
+        d = s[(l, ref)]["t99_median"] if (l, ref) in s else math.inf
+        better = [t for t in tuners if t != ref and s[(l, t)]["t99_median"] <= d]
         if better:
-            notes.append(f"{l}: {', '.join(better)} reached 99% in as few or fewer trials than DCOC")
+            notes.append(f"{l}: {', '.join(better)} reached 99% in as few or fewer trials than {ref}")
         if d > 0.05 * s[(l, tuners[0])]["space"]:
-            notes.append(f"{l}: DCOC needed more than 5% of the space")
-    md += ["", "**Where DCOC does not win:** " + ("; ".join(notes) if notes else "nowhere in this run."), ""]
+            notes.append(f"{l}: {ref} needed more than 5% of the space")
+    md += ["", f"**Where `{ref}` does not win:** " + ("; ".join(notes) if notes else "nowhere in this run."), ""]
     md += [f"![tuning curves vs trials](img/{os.path.basename(paths[0])})", "",
            f"![tuning curves vs wall time](img/{os.path.basename(paths[1])})", "",
            f"_Section wall time {wall:.0f} s._", ""]
@@ -307,29 +345,24 @@ def section_codesign(cfg: dict, img: str) -> tuple[str, dict]:
     paths = _plot_pareto(res, img)
     rows = bench_codesign.summarize(res)
     tuners = res["tuners"]
+    ref = bench_codesign.REFERENCE
     md = ["## 3. Co-design: accelerator + schedules", "",
           f"Command: `python -m scripts.bench_codesign --models {' '.join(cfg['models'])} --boards "
           f"{' '.join(cfg['boards'])} --tuners {' '.join(tuners)} --seeds {' '.join(map(str, cfg['seeds']))} "
           f"--trials {cfg['trials']}`.  Every tuner gets the same budget ({cfg['trials']} simulations) and "
           "starts from the board's default hardware with default schedules.  Reference = the default "
-          "hardware with the exhaustively optimal schedule of every layer.  Baselines propose (hardware, "
-          "schedules) jointly with the same transferred-schedule openings; `sweep` learns nothing.  DCOC's "
-          "co-design default proposes with the cost model's own search, not agents (docs/method.md §12); "
-          "its ablations here: `dcoc-agents` (the agents' walks propose instead), `dcoc:select=confidence` "
-          "(confidence sampling instead of top-k by predicted mean, on the same candidates and in the same "
-          "units; co-design's default selects top-k since session 14, and is then the `surrogate` "
-          "reference, which is therefore not run here), "
-          "`dcoc:gain_units=model` (the selection sees model-level instead of layer-level normalized "
-          "throughput) and `dcoc:sweep_incumbent=False` (the incumbent's schedules are not all "
-          "candidates; docs/method.md §5, §12).  The padded compute bound's ablation "
-          "(`dcoc:bound=ideal`) and the hardware exploration quota's "
-          "(`dcoc:hw_explore_every=1000000000`) are measured in the issue-13 sections below and "
-          "no longer run here.  The co-design settings of DCOC were developed on ResNet-18, "
-          "so this section is a tuning-set result, not an independent evaluation (the evaluation "
-          "models and boards are in the issue-13 sections below).", "",
-          "**All runs, paired against DCOC** (speed-up over the tuned preset, median [IQR] over every "
-          "(board, seed); two-sided Wilcoxon signed-rank test over the same pairs; better/worse only at "
-          "p < 0.05):", "",
+          "hardware with the exhaustively optimal schedule of every layer.  The DCOC family "
+          "(surrogate, dcoc, dcoc-frozen and their specs) runs the DCOC co-design driver "
+          "(docs/method.md, \"Co-design\"); the other tuners propose (hardware, schedules) jointly with the "
+          "same transferred-schedule openings; `sweep` learns nothing.  The co-design settings "
+          "were developed on ResNet-18, so this section is a "
+          "tuning-set result, not an independent evaluation (other models and boards at small "
+          "budgets: `python -m scripts.bench_codesign --budgets 100 200 500 1000 --models resnet18 "
+          "mobilenetv2 --boards pynq ultra96 zcu104`).", "",
+          "Tuners: " + explain(tuners) + ".", "",
+          f"**All runs, paired against `{ref}`, the default** (speed-up over the tuned preset, median "
+          "[IQR] over every (board, seed); two-sided Wilcoxon signed-rank test over the same pairs; "
+          "better/worse only at p < 0.05):", "",
           bench_codesign.render_compare(res["compare"], md=True), "",
           _md_table(["model", "board", "tuner", "latency ms (median)", "vs tuned preset", "vs default schedules",
                      "hardware (most frequent)", "BRAM36", "DSP", "LUT", "wall s"],
@@ -340,17 +373,17 @@ def section_codesign(cfg: dict, img: str) -> tuple[str, dict]:
     for k, v in res["refs"].items():
         md.append(f"- reference {k}: {v['hw']}, optimal schedules {v['tuned_ms']:.3f} ms, default schedules "
                   f"{v['default_ms']:.3f} ms")
-    # honest verdict
+    # per (model, board) medians, stated plainly (the paired test above is what counts)
     notes = []
     by = {}
     for r in rows:
         by.setdefault((r["model"], r["board"]), {})[r["tuner"]] = r["latency_ms"]
     for (m, b), d in by.items():
-        if "dcoc" in d:
-            beat = [t for t, v in d.items() if t != "dcoc" and v <= d["dcoc"]]
+        if ref in d:
+            beat = [t for t, v in d.items() if t != ref and v <= d[ref]]
             if beat:
-                notes.append(f"{m}/{b}: {', '.join(beat)} as good or better than DCOC")
-    md += ["", "**Where DCOC does not win:** " + ("; ".join(notes) if notes else "nowhere in this run."), ""]
+                notes.append(f"{m}/{b}: {', '.join(beat)} as good or better than {ref}")
+    md += ["", f"**Where `{ref}` does not win:** " + ("; ".join(notes) if notes else "nowhere in this run."), ""]
     for p in paths:
         md += [f"![{os.path.basename(p)}](img/{os.path.basename(p)})", ""]
     md.append(f"_Section wall time {wall:.0f} s._\n")
@@ -365,22 +398,26 @@ def section_metaschedule(cfg: dict, img: str) -> tuple[str, dict]:
                                   log=lambda line: print(line, file=sys.stderr, flush=True))
     wall = time.perf_counter() - t0
     pop = f" --population {cfg['population']}" if cfg["population"] else ""
+    ours = bench_metaschedule.DEFAULT
     md = ["## 4. MetaSchedule (llvm)", "",
           f"Command: `python -m scripts.bench_metaschedule --budgets {' '.join(map(str, cfg['budgets']))} "
-          f"--seeds {' '.join(map(str, cfg['seeds']))}{pop}`; budgets {cfg['budgets']} trials per task "
-          f"(the model: per model), seeds {cfg['seeds']}; same builder, runner and "
-          "`num_trials_per_iter=16` for every strategy.  `best ms` = the best schedule re-timed "
+          f"--seeds {' '.join(map(str, cfg['seeds']))}{pop} --strategies "
+          f"{' '.join(bench_metaschedule.STRATEGIES)}`; budgets {cfg['budgets']} trials per task "
+          f"(the model: per model), seeds {cfg['seeds']}; the same builder, runner and candidates "
+          "per batch for every strategy (kernels 16; the model: `tune_model`'s, at most 16).  "
+          f"`{ours}` = dcoc's default tuner as a "
+          "MetaSchedule search strategy (`TunerStrategy`).  `best ms` = the best schedule re-timed "
           "after tuning, interleaved with the other strategies' best (see the script's docstring); "
-          "ratios are per seed, vs EvolutionarySearch (< 1: DCOC faster kernels / less tuning time).",
+          f"ratios are per seed, vs EvolutionarySearch (< 1: faster kernels / less tuning time).",
           "", bench_metaschedule.summarize(rows), ""]
     ev = {}
     for r in rows:
-        if r.get("strategy") in ("dcoc", "evolutionary"):
+        if r.get("strategy") in (ours, "evolutionary"):
             ev.setdefault((r["workload"], r["budget"], r["seed"]), {})[r["strategy"]] = r["best_ms"]
-    worse = sorted({f"{w} @ {b}" for (w, b, _), v in ev.items() if len(v) == 2 and v["dcoc"] > 1.02 * v["evolutionary"]})
-    better = sorted({f"{w} @ {b}" for (w, b, _), v in ev.items() if len(v) == 2 and v["dcoc"] < 0.98 * v["evolutionary"]})
-    md.append(f"**DCOC faster than EvolutionarySearch (> 2%, any seed):** {', '.join(better) or 'none'}.  ")
-    md.append(f"**DCOC slower (> 2%, any seed):** {', '.join(worse) or 'none'}.")
+    worse = sorted({f"{w} @ {b}" for (w, b, _), v in ev.items() if len(v) == 2 and v[ours] > 1.02 * v["evolutionary"]})
+    better = sorted({f"{w} @ {b}" for (w, b, _), v in ev.items() if len(v) == 2 and v[ours] < 0.98 * v["evolutionary"]})
+    md.append(f"**`{ours}` faster than EvolutionarySearch (> 2%, any seed):** {', '.join(better) or 'none'}.  ")
+    md.append(f"**`{ours}` slower (> 2%, any seed):** {', '.join(worse) or 'none'}.")
     md.append(f"\n_Section wall time {wall:.0f} s._\n")
     return "\n".join(md), {"rows": rows}
 
@@ -394,42 +431,23 @@ def _jsonable(x):
     return x
 
 
-#: a section whose title line contains this is kept as it is when the file is regenerated
-HAND_MARK = "written by hand"
-
-
-def hand_written(text: str) -> str:
-    """The hand-written tail of an existing RESULTS.md: everything from the first ``## ``
-    heading that contains :data:`HAND_MARK` (studies run by their own scripts, too long for
-    ``make bench``), or "" when there is none.  ``main`` appends it after the generated
-    sections, so regenerating the file never loses them."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("## ") and HAND_MARK in line:
-            return "\n".join(lines[i:]).rstrip() + "\n"
-    return ""
-
-
-#: the generated sections in file order, by the ``## N. `` prefix of their headings
+#: the sections in file order, by the ``## N. `` prefix of their headings
 SECTIONS = {"simulator": "## 1. ", "sw": "## 2. ", "codesign": "## 3. ", "metaschedule": "## 4. "}
 
 
-def generated_sections(text: str) -> tuple[str, dict]:
-    """(header, {section name: its text}) of the generated part of an existing RESULTS.md
-    (everything before the hand-written tail), so ``--sections`` can regenerate some
-    sections and keep the others as they are."""
+def split_sections(text: str) -> tuple[str, dict]:
+    """(header, {section name: its text}) of an existing RESULTS.md, so ``--sections`` can
+    regenerate some sections and keep the others as they are.  A ``## `` section that is
+    not one of :data:`SECTIONS` is dropped: the file holds only what this script writes."""
     head, out, cur = [], {}, None
     for line in text.splitlines():
-        if line.startswith("## ") and HAND_MARK in line:
-            break
         if line.startswith("## "):
-            cur = next((n for n, pre in SECTIONS.items() if line.startswith(pre)), None)
-            if cur is not None:
+            cur = next((n for n, pre in SECTIONS.items() if line.startswith(pre)), "")
+            if cur:
                 out[cur] = []
         if cur is None:
-            if not out:
-                head.append(line)
-        else:
+            head.append(line)
+        elif cur:
             out[cur].append(line)
     return "\n".join(head).strip(), {n: "\n".join(v).rstrip() + "\n" for n, v in out.items()}
 
@@ -468,13 +486,11 @@ def main(argv=None) -> int:
             f"{datetime.date.today().isoformat()}, commit `{_git('rev-parse', '--short', 'HEAD')}`"
             f"{' (uncommitted changes)' if dirty else ''}; "
             f"machine: {machine()}.  Total wall time {time.perf_counter() - t0:.0f} s.  "
-            "How to read each number: [method.md §8](method.md#8-how-to-read-the-numbers-in-resultsmd).", ""]
-    kept, old_head, old_parts = "", "", {}
+            "How to read each number: [method.md](method.md#how-to-read-the-numbers-in-resultsmd).", ""]
+    old_head, old_parts = "", {}
     if os.path.exists(a.out):
         with open(a.out) as f:
-            text = f.read()
-        kept = hand_written(text)
-        old_head, old_parts = generated_sections(text)
+            old_head, old_parts = split_sections(f.read())
     new_parts = dict(zip(a.sections, parts))
     if set(SECTIONS) - set(a.sections) and old_parts:  # a partial run keeps the other sections
         done = ", ".join(a.sections)
@@ -485,7 +501,7 @@ def main(argv=None) -> int:
                 "the other sections are kept from the run above.", ""]
         parts = [new_parts.get(n) or old_parts[n] for n in SECTIONS if n in new_parts or n in old_parts]
     with open(a.out, "w") as f:
-        f.write("\n".join(head + parts) + "\n" + ("\n" + kept if kept else ""))
+        f.write("\n".join(head + parts) + "\n")
     os.makedirs(os.path.join(ROOT, "runs"), exist_ok=True)
     with open(os.path.join(ROOT, "runs", f"bench_raw_{a.suite}.json"), "w") as f:
         json.dump(_jsonable(raw), f, default=str)

@@ -1,8 +1,14 @@
-"""Co-design benchmark: DCOC vs the baselines searching the same joint space, same budget.
+"""Co-design benchmark: the DCOC family vs the baselines on the same joint space and budget.
 
 For each (model, board, tuner, seed) one co-design run with ``trials`` simulations
-(``dcoc.codesign``: DCOC's joint agents, or the nested hardware/software search for the
-baselines).  Reported per (model, board, tuner), median over seeds:
+(:func:`dcoc.codesign.make_driver`; the tuner is a name or ``NAME:key=value`` spec):
+``surrogate`` (the default: the XGBoost ensemble's own search, top-k), ``dcoc`` (the
+paper's method: the agents propose, confidence sampling selects), ``dcoc-frozen`` (agents
+that never learn), ``surrogate:select=confidence`` (confidence sampling instead of top-k)
+and ``surrogate:hw_explore_every=1000000000`` (no hardware exploration quota) run on
+:class:`dcoc.codesign.DCOCCoDesign`; ``random``, ``ga``, ``xgb``, ``rl`` and ``chameleon``
+propose (hardware, schedules) jointly (:class:`dcoc.codesign.JointCoDesign`); ``sweep``
+learns nothing.  Reported per (model, board, tuner), median over seeds:
 
 * ``latency``: end-to-end accelerator latency of the best (hardware, schedules) found;
 * ``vs tuned preset``: speed-up over the board's default hardware (the pynq preset on
@@ -12,42 +18,32 @@ baselines).  Reported per (model, board, tuner), median over seeds:
 * the hardware chosen (most frequent over seeds) and its resources;
 * wall seconds per run (simulation included; a memo answers repeated configs).
 
-Statistics (:mod:`dcoc.stats`): per tuner, the median [IQR] over every (model, board,
-seed) run of the latency relative to the reference (tuned preset / latency), and a paired
-two-sided Wilcoxon signed-rank test against ``dcoc`` over the same (model, board, seed)
+What decides: per tuner, the median [IQR] over every (model, board, seed) run of the
+speed-up over the tuned preset, and a paired two-sided Wilcoxon signed-rank test
+(:mod:`dcoc.stats`) against the default ``surrogate`` over the same (model, board, seed)
 triples; "better"/"worse" only at p < 0.05.  With 5 seeds a single (model, board) pair
 gives 5 pairs, too few for p < 0.05 (the smallest two-sided p is 0.0625): the quick suite
-pools two boards.
+pools two boards.  The explored hardware configs (measured model latency vs BRAM/DSP/LUT)
+are kept for the Pareto plot of ``scripts.bench``.
 
-Baselines propose (hardware, schedules) jointly (:class:`dcoc.codesign.JointCoDesign`);
-``sweep`` and ``surrogate`` are the non-learning references; ``dcoc-agents`` (the agents'
-walks propose instead of the surrogate's search, which is co-design's default since
-docs/method.md §12), ``dcoc-frozen``, ``dcoc:select=confidence``, ``dcoc:hw_explore_every=1000000000`` and
-``dcoc:bound=ideal`` (efficiency relative to the useful MACs, not the padded work) the ablations
-(:func:`dcoc.codesign.make_driver`); ``dcoc-noagents`` is ``dcoc`` in co-design, and since
-session 14 (co-design selects top-k by default) so are ``dcoc-topk`` and ``surrogate``; the
-confidence rule's ablation is ``dcoc:select=confidence``.
-
-The explored hardware configs (measured model latency vs BRAM/DSP/LUT) are kept for the
-Pareto plot of ``scripts.bench``.
-
-Small budgets (issue 13): ``--budgets 100 200 500 1000`` runs every tuner once with the
-largest budget and reads each run's best design at every budget off its tuning curve.  The
+Small budgets: ``--budgets 100 200 500 1000`` runs every tuner once with the largest
+budget and reads each run's best design at every budget off its tuning curve.  The
 reference is then the **best-known design** (:func:`best_known`): per-layer exhaustive
 schedules on the top ``--best-known-top`` (20) hardware configs of the landscape
 (:mod:`scripts.hw_landscape`: every feasible config under default schedules) and on every
 config any run found best, computed offline and cached.  Reported per budget: the fraction
 of the best-known throughput each tuner reaches (best-known latency / its latency; 0 when
-no complete design yet), median [IQR] over (model, board, seed) and a paired Wilcoxon test
-against ``dcoc``, per (model, board) the median over seeds, and the targets of issue 13.
+no complete design yet), median [IQR] over (model, board, seed) with a paired Wilcoxon
+test against ``surrogate``, per (model, board) the median over seeds, and whether
+``surrogate`` reaches 99% of the best-known at 500 simulations on every (model, board).
 ``--merge A.json B.json ...`` runs nothing: it pools the ``--json`` files of earlier
 ``--budgets`` runs (e.g. one per board) into one report (:func:`merge`); with
 ``--exhaustive-found`` every config any of those runs ended on is searched exhaustively
-too (the issue's "and any config a tuner found"; cached).
+too (cached).
 
     python -m scripts.bench_codesign --models resnet18 --boards pynq --trials 500 --seeds 0
-    python -m scripts.bench_codesign --budgets 100 200 500 1000 --models resnet18 mobilenetv2 \
-        --boards pynq ultra96 zcu104 --tuners dcoc sweep surrogate xgb ga rl random
+    python -m scripts.bench_codesign --budgets 100 200 500 1000 --models resnet18 mobilenetv2 \\
+        --boards pynq ultra96 zcu104 --tuners surrogate dcoc sweep xgb ga rl random
 """
 from __future__ import annotations
 
@@ -61,27 +57,27 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
-TUNERS = ["dcoc", "dcoc-agents", "dcoc-frozen", "dcoc-noagents", "dcoc:select=confidence",
-          "dcoc:hw_explore_every=1000000000", "dcoc:bound=ideal",
-          "surrogate", "sweep", "random", "ga", "xgb", "rl", "chameleon"]
-REFERENCE = "dcoc"
+TUNERS = ["surrogate", "dcoc", "dcoc-frozen", "surrogate:select=confidence",
+          "surrogate:hw_explore_every=1000000000", "sweep", "random", "ga", "xgb", "rl", "chameleon"]
+#: the reference of every paired test: the default tuner
+REFERENCE = "surrogate"
 
 _LAYER_CACHE: dict = {}
 
 
 def _layers(model):
     if model not in _LAYER_CACHE:
-        from dcoc.codesign import vta_layers
+        from dcoc.targets import get
         from tvm_plugin.frontend import model_tasks
 
-        _LAYER_CACHE[model] = vta_layers(model_tasks(model, "vta"))[0]
+        _LAYER_CACHE[model] = get("vta").layers(model_tasks(model, "vta"))[0]
     return _LAYER_CACHE[model]
 
 
 def reference(model: str, board: str) -> dict:
     """Default hardware with exhaustively optimal and with default schedules."""
     from dcoc.api import _baseline_latency
-    from dcoc.vta.spaces import exhaustive
+    from dcoc.vta.catalogue import exhaustive
     from dcoc.vta import BOARDS, HWConfig
 
     bd = BOARDS[board]
@@ -279,16 +275,18 @@ def render_budgets(res: dict, md: bool = False) -> str:
         f"{k}: {v['latency_ms']:.3f} ms on {v['hw']} ({v['source']}; {len(v['evaluated'])} configs "
         "evaluated exhaustively)" for k, v in res["best_known"].items()))
     out.append("")
-    out.append(targets(res))
+    out.append(budget_verdict(res))
     return "\n".join(out)
 
 
-def targets(res: dict) -> str:
-    """Issue 13's co-design targets, checked on this run."""
+def budget_verdict(res: dict) -> str:
+    """Per budget: the reference's median fraction of the best-known throughput, the tuners
+    at least as good, those it is significantly ahead of; and whether it reaches 99% of the
+    best-known at 500 simulations on every (model, board)."""
     bc = res["budget_compare"]
     cell = {(r["budget"], r["tuner"]): r for r in bc["pooled"]}
     budgets = res["budgets"]
-    lines = ["Targets (issue 13):"]
+    lines = [f"{REFERENCE} at each budget:"]
     others = [t for t in dict.fromkeys(r["tuner"] for r in bc["pooled"]) if t != REFERENCE]
     for b in budgets:
         ref = cell.get((b, REFERENCE))
@@ -296,34 +294,41 @@ def targets(res: dict) -> str:
             continue
         behind = [t for t in others if (b, t) in cell and cell[(b, t)]["fraction"][0] >= ref["fraction"][0]]
         sig = [t for t in others if (b, t) in cell and cell[(b, t)].get("test", {}).get("sign") == -1]
-        lines.append(f"  {b} sims: dcoc median {ref['fraction'][0]:.4f}; not ahead of: "
+        lines.append(f"  {b} sims: {REFERENCE} median {ref['fraction'][0]:.4f}; not ahead of: "
                      f"{', '.join(behind) or 'none'}; significantly ahead of: {', '.join(sig) or 'none'}")
     if not any(r["tuner"] == REFERENCE for r in bc["pooled"]):
         lines.append(f"  not judged: no {REFERENCE} runs")
     elif 500 in budgets:
         pp = [r for r in bc["per_pair"] if r["budget"] == 500 and r["tuner"] == REFERENCE]
         miss = [f"{r['model']}/{r['board']} {r['median_fraction']:.4f}" for r in pp if r["median_fraction"] < 0.99]
-        lines.append(f"  >= 99% of best-known at 500 sims on every model/board: "
+        lines.append(f"  target >= 99% of best-known at 500 sims on every model/board: "
                      f"{'met' if not miss else 'NOT met: ' + ', '.join(miss)}")
     return "\n".join(lines)
 
 
-def session_and_driver(model: str, board: str, tuner: str, seed: int, trials: int, agents=None):
-    """(session, driver) of one co-design run of a tuner spec (``dcoc:stall_rounds=0``, ...)
-    on the simulator, not yet run."""
+def codesign_run(model: str, board: str, tuner: str, seed: int, trials: int):
+    """(run state, driver) of one co-design run of a tuner spec (``surrogate:stall_rounds=0``,
+    ...) on the simulator, not yet run."""
     from dcoc import codesign as cd
-    from dcoc.search.measure import MemoMeasurer, VTASimMeasurer
-    from dcoc.vta import BOARDS
-    from scripts.bench_sw import parse_spec, tuner_kwargs
+    from dcoc.search.measure import MemoMeasurer
+    from dcoc.vta import BOARDS, VTASimMeasurer
 
     s = cd.Session(_layers(model), MemoMeasurer(VTASimMeasurer(n_workers=0)), trials, tuner, seed)
-    name, kw = parse_spec(tuner)
-    kw = tuner_kwargs(name, kw)
-    return s, cd.make_driver(s, BOARDS[board], name, seed, agents=kw.pop("agents", agents or "dcoc"), **kw)
+    return s, cd.make_driver(s, BOARDS[board], tuner, seed)
+
+
+def _config_tag(spec: str) -> str:
+    """``_cfg<hash>`` of a DCOC-family spec's config ("" for other tuners): kept runs are
+    keyed by it, so a changed default is never reused."""
+    from dcoc.codesign import config_tag
+    from dcoc.tuners import DCOC_FAMILY, get_tuner, parse
+
+    name, kw = parse(spec)
+    return f"_cfg{config_tag(get_tuner(name).config(**kw))}" if name in DCOC_FAMILY else ""
 
 
 def _run(args):
-    model, board, tuner, seed, trials, agents = args
+    model, board, tuner, seed, trials = args
     import torch
 
     torch.set_num_threads(1)
@@ -331,7 +336,7 @@ def _run(args):
 
     bd = BOARDS[board]
     t0 = time.perf_counter()
-    s, driver = session_and_driver(model, board, tuner, seed, trials, agents)
+    s, driver = codesign_run(model, board, tuner, seed, trials)
     driver.run()
     wall = time.perf_counter() - t0
     hw = s.hw[s.best_hw]
@@ -344,30 +349,27 @@ def _run(args):
             "latency_ms": s.best_latency * 1e3, "hw": hw.name, "hw_fields": _hw_fields(hw),
             "resources": hw.resources(dsp_budget=bd.dsp), "wall": wall,
             "history": [(t, lat * 1e3) for t, lat in s.history if lat != float("inf")],
-            "explored": explored, "agents": agents if tuner.startswith("dcoc") else None}
+            "explored": explored}
 
 
 def run(models=("resnet18",), boards=("pynq",), tuners=None, seeds=(0,), trials=500, jobs=None,
-        agents=None, quiet=False, budgets=None, best_known_top: int = 20, runs_dir=None) -> dict:
-    from dcoc.tuners import REGISTRY
+        quiet=False, budgets=None, best_known_top: int = 20, runs_dir=None) -> dict:
+    from scripts.bench_sw import check_specs
 
-    tuners = [t for t in (tuners or TUNERS) if t.partition(":")[0] in REGISTRY]
+    tuners = check_specs(tuners or TUNERS)
     refs = {}
     for mdl in models:
         for b in boards:
             refs[(mdl, b)] = reference(mdl, b)
-    work = [(mdl, b, t, s, trials, agents) for mdl in models for b in boards for t in tuners for s in seeds]
+    work = [(mdl, b, t, s, trials) for mdl in models for b in boards for t in tuners for s in seeds]
     runs = []
     t0 = time.perf_counter()
 
-    from dcoc.codesign import config_tag
-    from dcoc.tuners import DCOC_FAMILY
+    tags = {t: _config_tag(t) for t in tuners}
 
-    tag = config_tag()
-
-    def key(w):  # DCOC-family runs also by DCOC's defaults (a changed default is not reused)
+    def key(w):  # DCOC-family runs also by their config (a changed default is not reused)
         name = "_".join(str(x).replace(":", "-").replace("=", "-").replace("/", "-") for x in w)
-        return name + (f"_cfg{tag}" if w[2].partition(":")[0] in DCOC_FAMILY else "") + ".json"
+        return name + tags[w[2]] + ".json"
 
     done = {}
     if runs_dir:  # finished runs are kept one file each and reused (an interrupted run resumes)
@@ -400,7 +402,7 @@ def run(models=("resnet18",), boards=("pynq",), tuners=None, seeds=(0,), trials=
             print(f"[{i + 1}/{len(work)}] {r['model']} {r['board']} {r['tuner']} s{r['seed']}: "
                   f"{r['latency_ms']:.3f} ms ({ref['tuned_ms'] / r['latency_ms']:.3f}x tuned preset) "
                   f"on {r['hw']} in {r['wall']:.0f} s", file=sys.stderr)
-    runs.sort(key=lambda r: order[(r["model"], r["board"], r["tuner"], r["seed"], trials, agents)])
+    runs.sort(key=lambda r: order[(r["model"], r["board"], r["tuner"], r["seed"], trials)])
     res = {"runs": runs, "refs": {f"{k[0]}|{k[1]}": v for k, v in refs.items()}, "trials": trials,
            "seeds": list(seeds), "tuners": tuners, "wall": time.perf_counter() - t0}
     res["compare"] = compare(res)
@@ -511,7 +513,7 @@ def render(res: dict) -> str:
     return "\n".join(out)
 
 
-def merge(paths, exhaustive_found=False, jobs: int | None = None, rename: dict | None = None) -> dict:
+def merge(paths, exhaustive_found=False, jobs: int | None = None) -> dict:
     """One budget report from several ``--json`` files of ``--budgets`` runs (e.g. one per
     board): runs of the same (model, board, tuner, seed) are taken once, each (model, board)
     keeps the better of its best-known designs, and the paired tests are recomputed over
@@ -521,11 +523,7 @@ def merge(paths, exhaustive_found=False, jobs: int | None = None, rename: dict |
     any of these runs ended on is also evaluated with per-layer exhaustive schedules
     (:func:`best_known` with ``top=0``, cached), so the best-known is at least the best
     *schedules* on every found config -- not only the schedules a run happened to measure
-    there.
-
-    ``rename`` ({old tuner: new}) relabels runs as they are read: e.g. a setting adopted as
-    the default is paired as ``dcoc`` against the runs of the old default, renamed too."""
-    rename = dict(rename or {})
+    there."""
     runs, best, budgets, refs = {}, {}, set(), {}
     for path in paths:
         with open(path) as f:
@@ -535,8 +533,6 @@ def merge(paths, exhaustive_found=False, jobs: int | None = None, rename: dict |
         budgets.update(r["budgets"])
         refs.update(r["refs"])
         for run_ in r["runs"]:
-            if run_["tuner"] in rename:
-                run_ = {**run_, "tuner": rename[run_["tuner"]]}
             runs.setdefault((run_["model"], run_["board"], run_["tuner"], run_["seed"]), run_)
         for k, v in r["best_known"].items():
             if k not in best or v["latency_ms"] < best[k]["latency_ms"]:
@@ -567,10 +563,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="*", default=["resnet18", "mobilenetv2"])
     ap.add_argument("--boards", nargs="*", default=["pynq", "ultra96"])
-    ap.add_argument("--tuners", nargs="*", default=TUNERS)
+    ap.add_argument("--tuners", nargs="*", default=TUNERS,
+                    help=f"names or NAME:key=value specs (default: {' '.join(TUNERS)})")
     ap.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2, 3, 4])
     ap.add_argument("--trials", type=int, default=2000)
-    ap.add_argument("--agents", default=None)
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--json", default=None)
     ap.add_argument("--budgets", nargs="*", type=int, default=None,
@@ -590,22 +586,16 @@ def main(argv=None):
                          "exhaustive schedules (cached; seconds to minutes per config) and use the "
                          "best as the best-known where lower; only these pairs if given (e.g. "
                          "mobilenetv2/ultra96), else every pair")
-    ap.add_argument("--rename", nargs=2, action="append", default=None, metavar=("OLD", "NEW"),
-                    help="with --merge: relabel tuner OLD as NEW (repeatable), e.g. --rename dcoc "
-                         "dcoc@s7 --rename dcoc:gain_units=layer,sweep_incumbent=True dcoc pairs a "
-                         "setting adopted as the default against the old default's runs")
     a = ap.parse_args(argv)
-    if a.rename and not a.merge:
-        raise SystemExit("--rename works with --merge")
     if a.exhaustive_found is not None and not a.merge:
         raise SystemExit("--exhaustive-found works with --merge (a --budgets run: --best-known-top)")
     if a.merge:
         ef = False if a.exhaustive_found is None else (a.exhaustive_found or True)
-        res = merge(a.merge, exhaustive_found=ef, jobs=a.jobs, rename=a.rename)
+        res = merge(a.merge, exhaustive_found=ef, jobs=a.jobs)
         print(render_budgets(res))
     else:
         trials = max(a.budgets) if a.budgets else a.trials
-        res = run(a.models, a.boards, a.tuners, a.seeds, trials, a.jobs, a.agents,
+        res = run(a.models, a.boards, a.tuners, a.seeds, trials, a.jobs,
                   budgets=a.budgets, best_known_top=a.best_known_top, runs_dir=a.runs_dir)
         print(render(res))
         if a.budgets:

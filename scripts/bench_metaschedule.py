@@ -1,33 +1,35 @@
-"""MetaSchedule benchmark: DCOC strategy vs EvolutionarySearch vs ReplayTrace on llvm.
+"""MetaSchedule benchmark: the default dcoc strategy vs EvolutionarySearch vs ReplayTrace on llvm.
 
 Workloads (real tasks from the zoo, through :mod:`tvm_plugin.frontend`):
 
 * kernels: ``conv3x3`` = ResNet-18 ``conv2d_56x56_64x64_k3s1`` (fused with the folded
   BatchNorm + ReLU); ``conv1x1`` = ResNet-18's downsample ``conv2d_56x56_64x128_k1s2``;
   ``matmul`` = the transformer's FFN output projection ``dense_m128_n256_k1024``;
-* whole models, tuned end to end with :func:`tvm_plugin.metaschedule.tuning.tune_model` (the budget is
-  the model's, spread over its tasks by MetaSchedule's gradient task scheduler), compiled,
-  measured, and compared with ONNX Runtime on the same cores: ``small_cnn`` (alias
-  ``model``: a small ResNet-style CNN, 1x3x32x32, deterministic weights), ``transformer``
-  (the zoo's, sequence 128), ``mobilenetv2`` and ``resnet18`` at 1x3x64x64 -- the
-  tuning set every DCOC hyperparameter was chosen on -- and, held out (``HELD_OUT_MODELS``,
-  never used to choose anything): ``squeezenet`` and ``shufflenet``, the onnx wheel's
-  ``light_squeezenet`` (SqueezeNet 1.0, 30 tasks) and ``light_shufflenet`` (39 tasks) at
-  their own 1x3x224x224.
+* whole models, tuned end to end with :func:`tvm_plugin.metaschedule.tuning.tune_model` (the
+  budget is the model's, spread over its tasks by MetaSchedule's gradient task scheduler),
+  compiled, measured, and compared with ONNX Runtime on the same cores: ``small_cnn``
+  (alias ``model``: a small ResNet-style CNN, 1x3x32x32, deterministic weights),
+  ``transformer`` (the zoo's, sequence 128), ``mobilenetv2`` and ``resnet18`` at
+  1x3x64x64 -- the tuning set every MetaSchedule setting of dcoc was chosen on -- and,
+  held out (``HELD_OUT_MODELS``, never used to choose anything): ``squeezenet`` and
+  ``shufflenet``, the onnx wheel's ``light_squeezenet`` (SqueezeNet 1.0, 30 tasks) and
+  ``light_shufflenet`` (39 tasks) at their own 1x3x224x224.
 
 Every strategy gets the same budget (``--budgets``), the same builder (one
-:class:`~tvm_plugin.metaschedule.build.PersistentBuilder` for the whole run) and the same runner
-(``LocalRunner``, ``number=3, repeat=1, min_repeat_ms=10``), ``num_trials_per_iter=16``.
-``dcoc`` = :class:`~tvm_plugin.metaschedule.strategy.DCOCSearchStrategy` (MetaSchedule cost model
-``"random"``, i.e. unused; DCOC's own ensemble learns on knob features and, since session
-36, proposes with its own annealing and measures its top-k: ``tvm_plugin.metaschedule.strategy.MS_DEFAULTS``;
-``dcoc:proposer=agents,select=confidence`` is the earlier default); ``evolutionary`` =
-``EvolutionarySearch(population_size=P)`` with MetaSchedule's XGBoost cost model (``P`` =
-512, MetaSchedule's default; 128 in ``--quick``); ``replay-trace`` = ``ReplayTrace``
-(random decisions, no model).  DCOC variants are specs: ``dcoc:program_rerank=4`` (the
-opt-in program features with a pool shared by the model's tasks, docs/method.md §13),
-``dcoc:program_rerank=4,program_share=false`` (program features, no pool),
-``dcoc-agents`` (the agents' walks propose).
+:class:`~tvm_plugin.metaschedule.build.PersistentBuilder` for the whole run) and the same
+runner (``LocalRunner``, ``number=3, repeat=1, min_repeat_ms=10``), and the same candidates
+per batch (kernels: 16; whole models: ``tune_model``'s, 16 or fewer so that the first round
+gives every task a batch).  Strategies:
+
+* ``surrogate`` (the default) or any dcoc tuner name or spec (``dcoc``,
+  ``surrogate:select=confidence``): :class:`~tvm_plugin.metaschedule.strategy.TunerStrategy`
+  with MetaSchedule's cost model ``"random"``, i.e. unused: the tuner's own ensemble learns
+  on knob features; below ``ProgramConfig.few_trials_below`` (32) trials per task a
+  DCOC-family tuner also ranks with program features shared by the model's tasks
+  (docs/method.md, "MetaSchedule");
+* ``evolutionary``: ``EvolutionarySearch(population_size=P)`` with MetaSchedule's XGBoost
+  cost model (``P`` = 512, MetaSchedule's default; 128 in ``--quick``);
+* ``replay-trace``: ``ReplayTrace`` (random decisions, no model).
 
 Reported per run: the best schedule's latency (after the strategies of one
 (workload, budget, seed) have run, their best records are rebuilt exactly as the builder
@@ -36,16 +38,17 @@ keeping each kernel's fastest round, so machine load hits all strategies alike a
 optimistic minimum of noisy tuning-time measurements favours no one), the best latency
 seen during tuning (``best_tuning_ms``), and the tuning wall time.  For a model: the
 compiled models of every strategy and ONNX Runtime timed in alternating rounds
-(``time_evaluator``, median of 3 timings of >= 100 ms, fastest of 3 rounds).  Ratios vs
-EvolutionarySearch are per (workload, budget, seed), measured in one run, then
-aggregated as a geometric mean (< 1 = DCOC faster / less time); the model rows also get
-a paired Wilcoxon test over (model, seed) at each budget and the issue-13 target check
-(DCOC / EvolutionarySearch latency <= 0.95 with <= 0.5x tuning time, geomean over models).
+(``time_evaluator``, median of 3 timings of >= 100 ms, fastest of 3 rounds).
 
-    python -m scripts.bench_metaschedule --budgets 64 256 1000 --seeds 0 1 2 \
+What decides: latency and tuning-time ratios vs EvolutionarySearch per (workload, budget,
+seed), measured in one run, aggregated as a geometric mean (< 1 = faster / less time);
+for whole models also a paired Wilcoxon test on the log latencies over (model, seed) at
+each budget, and the DCOC-family variants paired against ``surrogate`` the same way.
+
+    python -m scripts.bench_metaschedule --budgets 64 256 1000 --seeds 0 1 2 \\
         --workloads small_cnn transformer mobilenetv2 resnet18
     python -m scripts.bench_metaschedule --quick          # a few minutes
-    python -m scripts.bench_metaschedule --summarize docs/data/ms_vs_evo_s19.jsonl  # read-out
+    python -m scripts.bench_metaschedule --out rows.jsonl ...; --summarize rows.jsonl  # read-out
 
 ``run(...)`` returns the rows (one dict per run) and can write them as JSON lines
 (``--out``) as they finish, so a long run can be inspected (and is not lost) midway.
@@ -69,19 +72,21 @@ WORKLOADS = {
     "conv1x1": ("resnet18", "conv2d_56x56_64x128_k1s2"),
     "matmul": ("transformer", "dense_m128_n256_k1024"),
 }
-STRATEGIES = ("dcoc", "evolutionary", "replay-trace")
+#: the default dcoc tuner (:data:`dcoc.tuners.DEFAULT`) and MetaSchedule's own strategies
+DEFAULT = "surrogate"
+STRATEGIES = (DEFAULT, "evolutionary", "replay-trace")
 #: whole models: (zoo name or builder, input shapes or None)
 MODELS = {
     "small_cnn": ("small_cnn", None),
     "transformer": ("transformer", None),
     "mobilenetv2": ("mobilenetv2", {"input": (1, 3, 64, 64)}),
     "resnet18": ("resnet18", {"input": (1, 3, 64, 64)}),
-    # held out (session 35): never used to choose a hyperparameter of any strategy; the
-    # onnx wheel's real topologies at their own 224x224 input
+    # held out: never used to choose a setting of any strategy; the onnx wheel's real
+    # topologies at their own 224x224 input
     "squeezenet": ("light_squeezenet", None),
     "shufflenet": ("light_shufflenet", None),
 }
-#: the models every DCOC MetaSchedule hyperparameter was chosen on (sessions 16-34)
+#: the models every MetaSchedule setting of dcoc was chosen on
 TUNING_MODELS = ("small_cnn", "transformer", "mobilenetv2", "resnet18")
 #: the evaluation set, disjoint from TUNING_MODELS
 HELD_OUT_MODELS = ("squeezenet", "shufflenet")
@@ -122,13 +127,11 @@ def _task(model: str, name: str, target):
 
 
 def _strategy(spec: str, seed: int, population: int):
-    """(strategy, cost model) for a spec: a name, or ``dcoc:program_rerank=4`` style."""
-    from scripts.bench_sw import parse_spec, tuner_kwargs
+    """(strategy, cost model) of a kernel run: a dcoc tuner name or spec, ``evolutionary``
+    or ``replay-trace`` (:func:`tvm_plugin.metaschedule.tuning.make_strategy`)."""
     from tvm_plugin.metaschedule.tuning import make_strategy
 
-    name, kw = parse_spec(spec)
-    return make_strategy(name, seed=seed, population=population,
-                         tuner_kwargs=tuner_kwargs(name, kw) if kw else None)
+    return make_strategy(spec, seed=seed, population=population)
 
 
 def load_model(name: str):
@@ -225,7 +228,7 @@ def time_models(exes: dict, target, model, onnx_src, inputs: dict, threads: int,
                 rounds: int = 3) -> dict:
     """Compiled models and ONNX Runtime timed in alternating rounds (median of 3 timings
     of >= 100 ms each; fastest round kept): {strategy or "onnxruntime": ms}. ``onnx_src``:
-    the ONNX model as a path or serialized bytes (what ONNX Runtime's session takes)."""
+    the ONNX model as a path or serialized bytes (what ONNX Runtime loads)."""
     from tvm_plugin.metaschedule.build import measure_latency
 
     arrays = [inputs[n] for n in model.input_shapes]
@@ -267,12 +270,13 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
     ``flush_cache``: every strategy's candidates are timed cold -- one run per repeat, each
     after MetaSchedule's ``enable_cpu_cache_flush`` (``number=1, repeat=10,
     min_repeat_ms=0``), as a kernel meets its weights inside a whole model; rows say
-    ``flush_cache: true`` and ``evaluator``.  (Rows of sessions 32-33 say ``flush_cache``
-    without ``evaluator``: ``number=3, min_repeat_ms=10``, where the flush preceded only the
-    first of ~10 ms of runs -- warm timing, measured in session 34.)"""
+    ``flush_cache: true`` and ``evaluator``."""
+    from scripts.bench_sw import check_specs
     from tvm_plugin.metaschedule.build import close_builder, evaluator_config, make_builder, make_runner
     from tvm_plugin.frontend import resolve_target
-    from tvm_plugin.metaschedule.tuning import tune_model
+    from tvm_plugin.metaschedule.tuning import MS_STRATEGIES, tune_model
+
+    check_specs([s for s in strategies if s not in MS_STRATEGIES])  # a typo fails before tuning
 
     if quick:
         budgets, seeds = (16,), (0,)
@@ -316,16 +320,13 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
                 for seed in seeds:
                     group = []
                     for s in strategies:
-                        strat, cm = _strategy(s, seed, population)
                         wd = os.path.join(root, run_dir_name(w, budget, seed, s))
                         if w in models:
                             model = models[w][0]
-                            res = tune_model(model, target, trials=budget,
-                                             tuner=s.partition(":")[0], seed=seed,
-                                             work_dir=wd, builder=builder, strategy=strat,
-                                             flush_cache=flush_cache,
-                                             cost_model=cm, progress=False,
-                                             baseline=(s == strategies[0]))
+                            res = tune_model(model, target, trials=budget, tuner=s, seed=seed,
+                                             population=population, work_dir=wd,
+                                             builder=builder, flush_cache=flush_cache,
+                                             progress=False, baseline=(s == strategies[0]))
                             row = {"workload": w, "task": model.name, "budget": budget,
                                    "seed": seed, "strategy": s,
                                    "trials": res.extra["new_trials"],
@@ -336,12 +337,13 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
                                 row["untuned_ms"] = res.baseline_latency_ms
                         else:
                             task = tasks[w]
+                            strat, cm = _strategy(s, seed, population)
                             row = {"workload": w, "task": task.name, "budget": budget,
                                    "seed": seed, "strategy": s,
                                    **_tune_task(task, strat, cm, budget, seed, builder, runner,
                                                 wd, per_iter)}
-                        if flush_cache:  # rows before session 34 lack "evaluator":
-                            row["flush_cache"] = True  # number=3, min_repeat_ms=10 (warm)
+                        if flush_cache:
+                            row["flush_cache"] = True
                             row["evaluator"] = (f"number={cold.number},repeat={cold.repeat},"
                                                 f"min_repeat_ms={cold.min_repeat_ms}")
                         group.append(row)
@@ -410,8 +412,7 @@ def summarize(rows: list[dict], ref: str = "evolutionary") -> str:
         unt = [r["untuned_ms"] for rs in per.values() for r in rs if "untuned_ms" in r]
         if unt:
             lines.append(f"{w} untuned (same pipeline, no schedules): {statistics.median(unt):.3f} ms")
-    if ref == "evolutionary":  # the issue-13 target is against EvolutionarySearch
-        lines += model_targets(rows, ref)
+    lines += model_ratios(rows, ref)
     lines += model_ablations(rows)
     return "\n".join(lines)
 
@@ -443,48 +444,51 @@ def _vs_ref(per: dict, ref: str):
                 yield b, s, keys, refs, rs, lr, t
 
 
-def model_targets(rows: list[dict], ref: str = "evolutionary", target_lat: float = 0.95,
-                  target_time: float = 0.5) -> list[str]:
+def model_ratios(rows: list[dict], ref: str = "evolutionary") -> list[str]:
     """Per budget and strategy, over every (model, seed): geomean latency and tuning-time
-    ratios vs ``ref``, a paired Wilcoxon test on the logs of the latencies (the test of the
-    geomean ratio, as in ``scripts.ms_retime``), and the issue-13 target."""
+    ratios vs ``ref`` and a paired Wilcoxon test on the logs of the latencies (the test of
+    the geomean ratio)."""
     from dcoc.stats import fmt_p
 
     per = _model_runs(rows)
     if not per:
         return []
-    out = ["", f"Whole models, every (model, seed) pair, vs {ref} (geomean ratio; Wilcoxon "
-           "on the log latencies; target: latency <= "
-           f"{target_lat} with tuning time <= {target_time}x):", "",
-           "| budget | strategy | pairs | latency ratio | time ratio | better/worse | p | target |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["", f"Whole models, every (model, seed) pair, vs {ref} (geomean ratio, < 1: faster / "
+           "less tuning time; Wilcoxon on the log latencies):", "",
+           "| budget | strategy | pairs | latency ratio | time ratio | better/worse | p |",
+           "|---|---|---|---|---|---|---|"]
     for b, s, keys, refs, rs, lr, t in _vs_ref(per, ref):
         tr = _gmean([rs[k]["tune_s"] / refs[k]["tune_s"] for k in keys])
-        met = "met" if lr <= target_lat and tr <= target_time else "not met"
         out.append(f"| {b} | {s} | {len(keys)} | {lr:.3f} | {tr:.3f} | {t.better}/{t.worse} | "
-                   f"{fmt_p(t.p)} | {met} |")
+                   f"{fmt_p(t.p)} |")
     return out
 
 
-def model_ablations(rows: list[dict], ref: str = "dcoc") -> list[str]:
-    """DCOC variants (specs ``dcoc:...`` and other dcoc tuners) against ``ref`` on the same
-    (model, seed) pairs: geomean latency ratio and a paired Wilcoxon test on the logs of the
-    latencies, per budget."""
+def _dcoc_family(spec: str) -> bool:
+    from dcoc.tuners import DCOC_FAMILY, parse
+
+    return parse(spec)[0] in DCOC_FAMILY
+
+
+def model_ablations(rows: list[dict], ref: str = DEFAULT) -> list[str]:
+    """DCOC-family variants (``dcoc``, ``dcoc-frozen``, ``surrogate:...`` specs) against
+    ``ref`` on the same (model, seed) pairs: geomean latency ratio and a paired Wilcoxon test
+    on the logs of the latencies, per budget."""
     from dcoc.stats import fmt_p
 
     out = []
     for b, s, keys, _, _, lr, t in _vs_ref(_model_runs(rows), ref):
-        if not s.startswith("dcoc"):
+        if not _dcoc_family(s):
             continue
         if not out:
-            out = ["", f"DCOC ablations on whole models, vs {ref} (ratio < 1: the variant "
+            out = ["", f"DCOC-family variants on whole models, vs {ref} (ratio < 1: the variant "
                    "is faster):", "", "| budget | variant | pairs | latency ratio | "
                    "better/worse | p |", "|---|---|---|---|---|---|"]
         out.append(f"| {b} | {s} | {len(keys)} | {lr:.3f} | {t.better}/{t.worse} | {fmt_p(t.p)} |")
     return out
 
 
-def model_pairs(rows: list[dict], strategy: str, ref: str = "dcoc") -> list[str]:
+def model_pairs(rows: list[dict], strategy: str, ref: str = DEFAULT) -> list[str]:
     """One line per (model, budget, seed) run by both ``strategy`` and ``ref``: both
     latencies, tuning times and the latency ratio (the groups behind the geomeans)."""
     groups = {}
@@ -535,9 +539,9 @@ def main(argv=None) -> int:
                          "the held-out squeezenet shufflenet (224x224, never used to choose "
                          "a hyperparameter)")
     ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES),
-                    help="evolutionary, replay-trace, dcoc or any dcoc tuner, with settings as "
-                         "specs: dcoc:program_rerank=4 (program features + pool across "
-                         "tasks), dcoc:program_rerank=4,program_share=false (no pool)")
+                    help="evolutionary, replay-trace, or any dcoc tuner name or NAME:key=value "
+                         f"spec (surrogate, dcoc, surrogate:select=confidence); default: "
+                         f"{' '.join(STRATEGIES)}")
     ap.add_argument("--population", type=int, default=None,
                     help="EvolutionarySearch population (default 512; 128 with --quick)")
     ap.add_argument("--quick", action="store_true", help="budget 16, seed 0 (a few minutes)")
@@ -550,14 +554,13 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="append rows as JSON lines to this file")
     ap.add_argument("--work-dir", default=None,
                     help="keep every run's work directory (database, result.json, logs) here, "
-                         "one per (workload, budget, seed, strategy); read them with "
-                         "scripts.ms_task_gap")
+                         "one per (workload, budget, seed, strategy)")
     ap.add_argument("--summarize", nargs="+", metavar="FILE", default=None,
                     help="run nothing: print the read-out of earlier --out files (ratios vs "
-                         "--ref, DCOC variants vs dcoc with Wilcoxon p, and per-group ratios)")
+                         f"--ref, DCOC-family variants vs {DEFAULT} with Wilcoxon p, and "
+                         "per-group ratios)")
     ap.add_argument("--ref", default="evolutionary",
-                    help="with --summarize: the reference strategy of the ratios (the issue-13 "
-                         "target check is printed only against evolutionary)")
+                    help="with --summarize: the reference strategy of the ratios")
     args = ap.parse_args(argv)
     if args.summarize:
         from dcoc.errors import DcocError
@@ -569,7 +572,7 @@ def main(argv=None) -> int:
             return 2
         print(summarize(rows, ref=args.ref))
         for s in dict.fromkeys(r["strategy"] for r in rows if r.get("strategy") != "onnxruntime"):
-            refs = [args.ref] + (["dcoc"] if s.startswith("dcoc") and s != "dcoc" else [])
+            refs = [args.ref] + ([DEFAULT] if _dcoc_family(s) and s != DEFAULT else [])
             for ref in dict.fromkeys(r for r in refs if r != s):
                 pairs = model_pairs(rows, s, ref)
                 if pairs:

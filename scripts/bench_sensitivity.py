@@ -49,10 +49,10 @@ _LAYERS = None
 
 def _init(model):
     global _LAYERS
-    from dcoc.codesign import vta_layers
+    from dcoc.targets import get
     from tvm_plugin.frontend import model_tasks
 
-    _LAYERS = vta_layers(model_tasks(model, "vta"))[0]
+    _LAYERS = get("vta").layers(model_tasks(model, "vta"))[0]
 
 
 _FIELDS = ("batch", "block_in", "block_out", "log_uop_buff", "log_inp_buff", "log_wgt_buff",
@@ -125,7 +125,7 @@ def scenario_configs(board, lut: float, clock: float, cands, clock_other: float 
 
 
 def run(model="resnet18", boards=BOARD_NAMES, jobs=None, cache=True, log=print) -> dict:
-    from dcoc.vta.spaces import cache_root, timing_model_tag
+    from dcoc.vta.catalogue import cache_root, timing_model_tag
     from dcoc.vta import get_board
     from dcoc.vta.report import MODEL_EPILOGUE
 

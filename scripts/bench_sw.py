@@ -1,12 +1,12 @@
 """Software-only tuner comparison on VTA conv layers (pynq preset).
 
-Two disjoint layer sets (docs/method.md §9): the **tuning set** (ResNet-18 C2..C11: every
-hyperparameter of every tuner, DCOC's included, was chosen or checked on it) and the
-**evaluation set** (conv layers of VGG-16 and MobileNetV2, never used to choose
+Two disjoint layer sets (docs/method.md, "Tuning set and evaluation set"): the **tuning
+set** (ResNet-18 C2..C11: every hyperparameter of every tuner was chosen or checked on it)
+and the **evaluation set** (conv layers of VGG-16 and MobileNetV2, never used to choose
 anything: ``--set evaluation``, the default).  Claims are made on the evaluation set.
 
 For each layer, the whole schedule space is simulated once (cached, see
-:func:`dcoc.vta.spaces.exhaustive`) to know the exhaustive optimum; every tuner and
+:func:`dcoc.vta.catalogue.exhaustive`) to know the exhaustive optimum; every tuner and
 seed then measures through a :class:`~dcoc.search.measure.TableMeasurer` over that table
 (the simulator is deterministic, so a lookup *is* the measurement), which makes the
 comparison cheap and exactly fair.  Reported per layer and tuner (median over seeds):
@@ -16,18 +16,20 @@ comparison cheap and exactly fair.  Reported per layer and tuner (median over se
 * ``q@100`` / ``q@300``: optimum / best cost after 100 / 300 trials (1.000 = optimum);
 * ``ms/trial``: the tuner's own overhead (wall time of the run / trials; no simulation).
 
-Also the "30x" comparison: trials DCOC needs to reach the quality RL reaches with its
-full budget, versus the trials RL needed for it.
+What decides: per tuner, the median and IQR over every (layer, seed) run and a paired
+two-sided Wilcoxon signed-rank test (:mod:`dcoc.stats`) over the same (layer, seed) pairs
+against the default tuner ``surrogate``, for trials-to-99% (a run that never reached it
+counts as budget + 1) and for the quality after 50 and 100 trials; "better"/"worse" only
+at p < 0.05.  The paper's method ``dcoc`` is also paired against its own ablations
+(``dcoc-frozen``, ``dcoc:select=topk``, ``dcoc:explore_frac=0``), and compared with RL:
+the trials ``dcoc`` needs to reach the quality RL has at the end of its budget, versus the
+trials RL needed for it (target: at least 30x).
 
-Statistics (:mod:`dcoc.stats`): per tuner, median and IQR over every (layer, seed) run,
-and a paired two-sided Wilcoxon signed-rank test against ``dcoc`` over the same (layer,
-seed) pairs, for trials-to-99% (a run that never reached it counts as budget + 1) and for
-the quality after 50 and 100 trials; "better"/"worse" only at p < 0.05.
-
-A tuner can be given keyword arguments: ``xgb:plan_size=8`` (label = the whole spec).
+Tuners are names or specs ``NAME:key=value,...`` (:func:`dcoc.tuners.parse`; the label is
+the whole spec): ``surrogate:select=confidence``, ``dcoc:explore_frac=0``, ``xgb:plan_size=8``.
 
     python -m scripts.bench_sw --set evaluation --seeds 0 1 2 3 4 --budget 300
-    python -m scripts.bench_sw --layers C2 C5 --tuners dcoc dcoc-frozen --seeds 0 1 2
+    python -m scripts.bench_sw --layers C2 C5 --tuners surrogate dcoc dcoc-frozen --seeds 0 1 2
 """
 from __future__ import annotations
 
@@ -40,12 +42,16 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-#: every tuner compared (those not registered in this build are skipped with a note)
+#: every tuner compared by default: the baselines, the default, the paper's method and
+#: their ablations
 ALL_TUNERS = ["random", "grid", "ga", "xgb", "rl", "chameleon", "sweep", "surrogate",
-              "dcoc", "dcoc-frozen", "dcoc-noagents", "dcoc-topk", "dcoc:explore_frac=0"]
+              "dcoc", "dcoc-frozen", "surrogate:select=confidence", "dcoc:select=topk",
+              "dcoc:explore_frac=0"]
 TUNERS = ALL_TUNERS
-#: the reference of every paired test
-REFERENCE = "dcoc"
+#: the reference of the main paired tests: the default tuner
+REFERENCE = "surrogate"
+#: the paper's method, paired against its ablations (specs of the dcoc family other than it)
+PAPER = "dcoc"
 #: tuning set: ResNet-18's VTA conv layers (every hyperparameter was chosen on these)
 LAYERS = ["C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11"]
 TUNING_SET = LAYERS
@@ -65,70 +71,35 @@ QUICK_EVALUATION = ["mbv2.7", "vgg16.14", "mbv2.14b"]
 SETS = {"tuning": TUNING_SET, "evaluation": list(EVALUATION_SET)}
 
 
-def available(tuners) -> list[str]:
-    """The tuner specs whose tuner is registered in this build."""
-    from dcoc.tuners import REGISTRY
+def check_specs(tuners) -> list[str]:
+    """The tuner specs, each checked by the library (unknown name or setting: SystemExit)."""
+    from dcoc.errors import DcocError
+    from dcoc.tuners import tuner_kwargs
 
-    return [t for t in tuners if parse_spec(t)[0] in REGISTRY]
-
-
-def parse_spec(spec: str) -> tuple[str, dict]:
-    """``"xgb:plan_size=8,eps=0.1"`` -> ``("xgb", {"plan_size": 8, "eps": 0.1})`` (values are
-    JSON; ``True``/``False`` are accepted as well)."""
-    name, _, args = spec.partition(":")
-    kw = {}
-    for item in filter(None, args.split(",")):
-        k, _, v = item.partition("=")
+    for t in tuners:
         try:
-            kw[k] = {"True": True, "False": False}[v] if v in ("True", "False") else json.loads(v)
-        except ValueError:
-            kw[k] = v
-    return name, kw
+            tuner_kwargs(t)
+        except DcocError as e:
+            raise SystemExit(f"--tuners {t}: {e}") from None
+    return list(tuners)
 
 
-#: DCOC-family spec keys that live in a nested config (``dcoc:explore_frac=0``)
-_NESTED = {"explore_frac": "confidence", "kappa": "confidence", "threshold": "confidence",
-           "temperature": "confidence", "lr": "mappo", "epochs": "mappo", "hw_explore_every": "codesign",
-           "open_margin": "codesign", "new_shape_bonus": "codesign", "shortlist_by_shape": "codesign",
-           "new_hw_shortlist": "codesign"}
+def ablations(tuners, paper: str = PAPER) -> list[str]:
+    """The specs among ``tuners`` that are ablations of ``paper``: the same family
+    (``dcoc``, ``dcoc-frozen``) with a setting or a fixed part changed."""
+    from dcoc.tuners import parse
 
-
-def tuner_kwargs(name: str, kw: dict) -> dict:
-    """Constructor kwargs for a spec: DCOC-family settings go into a :class:`dcoc.method.core.DCOCConfig`
-    (``dcoc:explore_frac=0`` = no exploration quota; ``dcoc:hw_explore_every=1000000000``
-    = no co-design hardware exploration quota)."""
-    from dcoc.tuners import DCOC_FAMILY
-
-    kw = dict(kw)
-    rest = {k: v for k, v in kw.items() if k != "agents"}
-    if name not in DCOC_FAMILY or not rest:
-        return kw
-    from dcoc.method.core import DCOCConfig
-
-    cfg = DCOCConfig()
-    for k, v in rest.items():
-        if k in _NESTED:
-            setattr(getattr(cfg, _NESTED[k]), k, v)
-        elif hasattr(cfg, k):
-            setattr(cfg, k, v)
-        elif hasattr(cfg.codesign, k):   # any other co-design field (prior_agents, ...)
-            setattr(cfg.codesign, k, v)
-        else:
-            raise SystemExit(f"unknown DCOC setting '{k}'")
-    out = {"config": cfg}
-    if "agents" in kw:
-        out["agents"] = kw["agents"]
-    return out
+    return [t for t in tuners if t != paper and parse(t)[0] in (paper, f"{paper}-frozen")]
 
 
 def layer_workload(layer: str):
-    from dcoc.vta.spaces import parse_workload
+    from dcoc.vta.target import parse_workload
 
     return parse_workload(EVALUATION_SET.get(layer, layer))
 
 
 def _table(layer: str, hw_name: str):
-    from dcoc.vta.spaces import exhaustive
+    from dcoc.vta.catalogue import exhaustive
     from dcoc.vta import HWConfig
 
     hw = HWConfig.parse(hw_name)
@@ -137,7 +108,7 @@ def _table(layer: str, hw_name: str):
 
 
 def _run_one(args):
-    layer, hw_name, tuner, seed, budget, agents = args
+    layer, hw_name, tuner, seed, budget = args
     import torch
 
     torch.set_num_threads(1)
@@ -149,10 +120,7 @@ def _run_one(args):
     valid = [v for v in table.values() if v is not None]
     opt = min(valid)
     task = vta_task(wl, hw)
-    name, kw = parse_spec(tuner)
-    if name.startswith("dcoc") and agents:
-        kw.setdefault("agents", agents)
-    t = create(name, task, seed=seed, **tuner_kwargs(name, kw))
+    t = create(tuner, task, seed=seed)
     m = TableMeasurer(table, n_parallel=8)
     budget = min(budget, len(valid))
     t0 = time.perf_counter()
@@ -224,14 +192,17 @@ def _q(r, n: int) -> float:
     return r["opt"] / c[min(n, len(c)) - 1] if c else 0.0
 
 
-def compare(runs: list[dict], reference: str = REFERENCE) -> list[dict]:
-    """Per tuner, over every (layer, seed) run: median [IQR] of trials-to-99% and of the
-    quality after 50/100 trials, and paired Wilcoxon tests against ``reference``."""
+def compare(runs: list[dict], reference: str = REFERENCE, tuners=None) -> list[dict]:
+    """Per tuner (all, or ``reference`` and ``tuners``), over every (layer, seed) run: median
+    [IQR] of trials-to-99% and of the quality after 50/100 trials, and paired Wilcoxon tests
+    against ``reference``."""
     from dcoc.stats import median_iqr, paired_test
 
+    keep = None if tuners is None else {reference, *tuners}
     by: dict = {}
     for r in runs:
-        by.setdefault(r["tuner"], {})[(r["layer"], r["seed"])] = r
+        if keep is None or r["tuner"] in keep:
+            by.setdefault(r["tuner"], {})[(r["layer"], r["seed"])] = r
     ref = by.get(reference, {})
     out = []
     for tuner, rs in by.items():
@@ -266,8 +237,9 @@ def render_compare(rows: list[dict], budget: int, reference: str = REFERENCE, md
         return {1: "better than " + reference, -1: "worse than " + reference, 0: "n.s."}[t["sign"]] + \
             f" (p={fmt_p(t['p'])}; {t['better']}+/{t['worse']}-)"
 
-    headers = ["tuner", "runs", "reached 99%", f"trials to 99% (>{budget} = not reached)", "vs dcoc",
-               "q@50", "vs dcoc", "q@100", "vs dcoc"]
+    vs = f"vs {reference}"
+    headers = ["tuner", "runs", "reached 99%", f"trials to 99% (>{budget} = not reached)", vs,
+               "q@50", vs, "q@100", vs]
     body = [[r["tuner"], r["runs"], r["reached"], mi(r["t99"], 0), verdict(r.get("t99_test")),
              mi(r["q50"], 3), verdict(r.get("q50_test")), mi(r["q100"], 3), verdict(r.get("q100_test"))]
             for r in rows]
@@ -280,16 +252,16 @@ def render_compare(rows: list[dict], budget: int, reference: str = REFERENCE, md
     return render_table(headers, body, right={1, 2})
 
 
-def thirty_x(runs: list[dict]) -> list[dict]:
-    """DCOC vs RL: trials to reach RL's full-budget quality."""
+def thirty_x(runs: list[dict], paper: str = PAPER) -> list[dict]:
+    """``paper`` (DCOC) vs RL: trials to reach RL's full-budget quality (target: 30x fewer)."""
     rows = []
     by: dict = {}
     for r in runs:
         by.setdefault((r["layer"], r["tuner"], r["seed"]), r)
     for (layer, tuner, seed), rl in sorted(by.items()):
-        if tuner != "rl" or (layer, "dcoc", seed) not in by:
+        if tuner != "rl" or (layer, paper, seed) not in by:
             continue
-        dc = by[(layer, "dcoc", seed)]
+        dc = by[(layer, paper, seed)]
         q = rl["curve"][-1]
         n_rl = trials_to(rl["curve"], q)
         n_dc = trials_to(dc["curve"], q)
@@ -299,18 +271,14 @@ def thirty_x(runs: list[dict]) -> list[dict]:
 
 
 def run(layers=None, tuners=None, seeds=(0, 1, 2, 3, 4), budget: int = 1000, hw: str = "pynq",
-        jobs: int | None = None, agents: str | None = None, quiet: bool = False) -> dict:
+        jobs: int | None = None, quiet: bool = False) -> dict:
     layers = layers or SETS["evaluation"]
-    wanted = list(tuners or TUNERS)
-    tuners = available(wanted)
-    if not quiet and len(tuners) < len(wanted):
-        print(f"not registered in this build, skipped: {', '.join(t for t in wanted if t not in tuners)}",
-              file=sys.stderr)
+    tuners = check_specs(tuners or TUNERS)
     # exhaustive tables first (cached), in parallel over layers
     jobs = jobs or os.cpu_count() or 1
     with ProcessPoolExecutor(jobs) as ex:
         list(ex.map(_table, layers, [hw] * len(layers)))
-    work = [(l, hw, t, s, budget, agents) for l in layers for t in tuners for s in seeds]
+    work = [(l, hw, t, s, budget) for l in layers for t in tuners for s in seeds]
     runs = []
     t0 = time.perf_counter()
     with ProcessPoolExecutor(jobs) as ex:
@@ -321,8 +289,11 @@ def run(layers=None, tuners=None, seeds=(0, 1, 2, 3, 4), budget: int = 1000, hw:
                       f"best {r['opt'] / r['curve'][-1]:.3f} of optimum after {r['trials']} trials "
                       f"({r['wall']:.1f} s)", file=sys.stderr)
     sims = {l: sim_seconds(l, hw) for l in layers}
+    abl = ablations(tuners)
     return {"runs": runs, "summary": summarize(runs), "thirty_x": thirty_x(runs),
-            "compare": compare(runs), "tuners": tuners, "layers": list(layers),
+            "compare": compare(runs),
+            "compare_paper": compare(runs, PAPER, abl) if PAPER in tuners and abl else [],
+            "tuners": tuners, "layers": list(layers),
             "wall": time.perf_counter() - t0, "hw": hw, "budget": budget, "seeds": list(seeds),
             "sim_seconds": sims}
 
@@ -333,8 +304,11 @@ def render(res: dict) -> str:
     s = res["summary"]
     layers = res.get("layers") or sorted({k[0] for k in s})
     tuners = res.get("tuners") or [t for t in TUNERS if any(k[1] == t for k in s)]
-    out = [f"All layers, every (layer, seed) run: median [IQR] and paired Wilcoxon vs {REFERENCE}",
-           render_compare(res["compare"], res["budget"]), ""]
+    out = [f"All layers, every (layer, seed) run: median [IQR] and paired Wilcoxon vs {REFERENCE} "
+           "(the default)", render_compare(res["compare"], res["budget"]), ""]
+    if res.get("compare_paper"):
+        out += [f"{PAPER} (the paper's method) vs its ablations, paired the same way",
+                render_compare(res["compare_paper"], res["budget"], PAPER), ""]
     rows = []
     for l in layers:
         first = s[(l, tuners[0])]
@@ -359,8 +333,9 @@ def render(res: dict) -> str:
         rows = [[r["layer"], r["seed"], r["rl_trials"], r["dcoc_trials"] or "-",
                  f"{r['ratio']:.1f}x" if r["ratio"] else "-"] for r in res["thirty_x"]]
         out.append("")
-        out.append(f"Trials to reach RL's quality at its full budget ({res['budget']} or the space)")
-        out.append(render_table(["layer", "seed", "rl", "dcoc", "rl/dcoc"], rows, right={1, 2, 3, 4}))
+        out.append(f"Trials to reach RL's quality at its full budget ({res['budget']} or the space; "
+                   "target: rl/dcoc at least 30x)")
+        out.append(render_table(["layer", "seed", "rl", PAPER, f"rl/{PAPER}"], rows, right={1, 2, 3, 4}))
     return "\n".join(out)
 
 
@@ -370,15 +345,15 @@ def main(argv=None):
                     help="layer set (tuning: ResNet-18 C2..C11; evaluation: vgg16/mobilenetv2 layers)")
     ap.add_argument("--layers", nargs="*", default=None, help="explicit layers (overrides --set): C2..C11, "
                     f"{' '.join(EVALUATION_SET)} or conv:H,W,CI,CO,K,S,P")
-    ap.add_argument("--tuners", nargs="*", default=None, help=f"default: {' '.join(TUNERS)}")
+    ap.add_argument("--tuners", nargs="*", default=None,
+                    help=f"names or NAME:key=value specs (default: {' '.join(TUNERS)})")
     ap.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2, 3, 4])
     ap.add_argument("--budget", type=int, default=1000, help="trials per run (capped at the valid space)")
     ap.add_argument("--hw", default="pynq")
-    ap.add_argument("--agents", default=None, help="dcoc agents mode")
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--json", default=None, help="write raw results here")
     a = ap.parse_args(argv)
-    res = run(a.layers or SETS[a.set], a.tuners, a.seeds, a.budget, a.hw, a.jobs, a.agents)
+    res = run(a.layers or SETS[a.set], a.tuners, a.seeds, a.budget, a.hw, a.jobs)
     print(render(res))
     if a.json:
         with open(a.json, "w") as f:

@@ -1,31 +1,35 @@
-"""Transfer across models: DCOC co-design warm-started from OTHER zoo models' runs.
+"""Transfer across models: co-design warm-started from OTHER zoo models' runs.
 
 Leave-one-model-out.  For each held-out model M on board B:
 
-1. **sources**: one DCOC co-design run (``--source-trials`` simulations, seed
-   ``--source-seed``) on every other zoo model on B; their records (+ ``layers.json``,
-   ``agents.pt``) are cached under ``$DCOC_CACHE/transfer/sources`` and reused;
-2. on M, same Session/measurer, ``--trials`` simulations, every seed:
-   ``dcoc`` (from scratch), ``transfer`` (``DCOCCoDesign(prior=those run directories)``:
-   pre-fitted cost models, the sources' best hardware on the shortlist, the agents'
-   weights) and the fair baselines ``sweep``, ``surrogate``, ``xgb`` (joint);
-   ``transfer:FIELD=VALUE`` overrides a :class:`dcoc.method.core.CoDesignConfig` field;
+1. **sources**: one co-design run of the default tuner ``surrogate`` (``--source-trials``
+   simulations, seed ``--source-seed``) on every other zoo model on B; their records (+
+   ``layers.json``) are cached under ``$DCOC_CACHE/transfer/sources`` and reused;
+2. on M, same measurer, ``--trials`` simulations, every seed: ``transfer`` (``surrogate``
+   with ``prior=`` those run directories, :class:`dcoc.codesign.Prior`: cost models
+   pre-fitted on the sources' measurements, the sources' best hardware on the shortlist)
+   against the same tuner from scratch (``surrogate``), the paper's method from scratch
+   (``dcoc``) and the baselines ``sweep`` and ``xgb`` (joint co-design);
+   ``transfer:FIELD=VALUE`` overrides a field of ``surrogate``'s
+   :class:`~dcoc.method.config.DCOCConfig` (``transfer:prior_hw=0``: the sources' best
+   configs are not shortlisted);
 3. **metric**: simulations (trials) until the run's best design reaches 99% of the
    best-known throughput (latency <= best-known / 0.99).  A run that never reaches it
    counts as ``trials + 1`` (its true value is larger: the median is then a lower bound).
    The best-known design (:func:`best_known`) is the lowest latency over the top ``--top``
    (20) hardware configs of ``scripts.hw_landscape`` with per-layer exhaustive schedules,
    plus the best hardware every run found (also evaluated exhaustively), cached under
-   ``$DCOC_CACHE/best_known`` (the same file format as ``scripts.bench_codesign.best_known``).
+   ``$DCOC_CACHE/best_known`` (the same file as ``scripts.bench_codesign.best_known``).
 
-Reported: per method, median [IQR] of the trials-to-99% over every (model, board, seed),
-the paired Wilcoxon test (:func:`dcoc.stats.paired_test`) of ``transfer`` against each other
-method, and the ratio of medians (other / transfer; the target is >= 2 against ``dcoc``).
-The tuning set (``--tuning``: held-out transformer on pynq, 2 seeds, 300 simulations,
-reference = the best design any tuning run found) chose the transfer settings among
-``TUNING_METHODS``; the evaluation set (held-out resnet18, mobilenetv2, vgg16 on pynq and
-ultra96) is disjoint (docs/method.md, "Transfer across models").  One process (the memo
-of simulated configs is shared by every run of the process).
+What decides: per method, the median [IQR] of the trials-to-99% over every (model, board,
+seed), the paired Wilcoxon test (:func:`dcoc.stats.paired_test`) of ``transfer`` against
+each other method, and the ratio of medians (other / transfer; target: at least 2 against
+``surrogate`` from scratch).  The tuning set (``--tuning``: held-out transformer on pynq,
+2 seeds, 300 simulations, reference = the best design any run found) compares the
+transfer variants of ``TUNING_METHODS``; the evaluation set (held-out resnet18,
+mobilenetv2, vgg16 on pynq and ultra96) is disjoint (docs/method.md, "Transfer across
+models").  One process (the memo of simulated configs is shared by every run of the
+process).
 
     python -m scripts.bench_transfer --tuning --json tuning.json
     python -m scripts.bench_transfer                       # default: held-out resnet18 on pynq, 5 seeds
@@ -41,11 +45,11 @@ import sys
 import time
 
 ZOO = ("resnet18", "mobilenetv2", "vgg16", "transformer")
-METHODS = ["dcoc", "transfer", "sweep", "surrogate", "xgb"]
-# the variants compared on the tuning set (docs/data/transfer_tuning.txt was produced when the
-# agents' warm start was on by default: its "transfer" is "transfer:prior_agents=True" here)
-TUNING_METHODS = ["dcoc", "transfer:prior_agents=True", "transfer:prior_agents=True,prior_drop_after=100",
-                  "transfer:prior_agents=False"]
+#: the tuner of the source runs and of ``transfer`` (warm-started)
+SOURCE = "surrogate"
+METHODS = ["transfer", "surrogate", "dcoc", "sweep", "xgb"]
+#: the variants compared on the tuning set
+TUNING_METHODS = ["transfer", "transfer:prior_hw=0", "surrogate"]
 REFERENCE = "transfer"
 TARGET = 0.99
 
@@ -63,7 +67,8 @@ def _measurer():
     (workload, hardware, schedule) costs a lookup -- it still counts as a trial."""
     global _MEMO
     if _MEMO is None:
-        from dcoc.search.measure import MemoMeasurer, VTASimMeasurer
+        from dcoc.search.measure import MemoMeasurer
+        from dcoc.vta import VTASimMeasurer
 
         _MEMO = MemoMeasurer(VTASimMeasurer(n_workers=0))
     return _MEMO
@@ -80,24 +85,25 @@ def best_known(model: str, board: str, extra=(), top: int = 20, quiet: bool = Fa
 
 # ------------------------------------------------------------------------- runs
 def source_dir(model: str, board: str, trials: int, seed: int) -> str:
-    """The cached source run's directory, keyed by the timing model and DCOC's default
-    settings (a changed default must not reuse runs made under the old one)."""
-    from dcoc.vta.catalogue import cache_root, timing_model_tag
+    """The cached source run's directory, keyed by the timing model and the source tuner's
+    config (a changed default must not reuse runs made under the old one)."""
     from dcoc.codesign import config_tag
+    from dcoc.tuners import get_tuner
+    from dcoc.vta.catalogue import cache_root, timing_model_tag
     from dcoc.vta.report import MODEL_EPILOGUE
 
-    cfg = config_tag()
+    cfg = config_tag(get_tuner(SOURCE).config())
     return os.path.join(cache_root("transfer"), "sources",
-                        f"{model}_{board}_dcoc_t{trials}_s{seed}_{timing_model_tag(MODEL_EPILOGUE)}_{cfg}")
+                        f"{model}_{board}_{SOURCE}_t{trials}_s{seed}_{timing_model_tag(MODEL_EPILOGUE)}_{cfg}")
 
 
 def source_run(model: str, board: str, trials: int, seed: int, quiet: bool = False) -> str:
-    """A DCOC co-design run on ``model`` (cached run directory; records resume)."""
+    """A ``surrogate`` co-design run on ``model`` (cached run directory; records resume)."""
     import torch
 
     torch.set_num_threads(1)
     from dcoc import codesign as cd
-    from dcoc.codesign.prior import AGENTS_FILE, LAYERS_FILE, save_agents, write_layers
+    from dcoc.codesign.prior import LAYERS_FILE, write_layers
     from dcoc.search.records import Records
     from dcoc.vta import BOARDS
 
@@ -107,12 +113,8 @@ def source_run(model: str, board: str, trials: int, seed: int, quiet: bool = Fal
         return d
     t0 = time.perf_counter()
     write_layers(os.path.join(d, LAYERS_FILE), _layers(model))
-    s = cd.Session(_layers(model), _measurer(), trials, "dcoc", seed, Records(os.path.join(d, "records.jsonl")))
-    drv = cd.make_driver(s, BOARDS[board], "dcoc", seed)
-    drv.run()
-    state = drv.agent_state()  # None without agents (co-design's default proposer)
-    if state is not None:
-        save_agents(os.path.join(d, AGENTS_FILE), state)
+    s = cd.Session(_layers(model), _measurer(), trials, SOURCE, seed, Records(os.path.join(d, "records.jsonl")))
+    cd.make_driver(s, BOARDS[board], SOURCE, seed).run()
     with open(done, "w") as f:
         json.dump({"model": model, "board": board, "trials": s.trials, "latency_ms": s.best_latency * 1e3,
                    "hw": s.best_hw}, f)
@@ -132,13 +134,12 @@ def _run(model, board, method, seed, trials, sources):
     s = cd.Session(_layers(model), _measurer(), trials, method, seed)
     bd = BOARDS[board]
     t0 = time.perf_counter()
-    from scripts.bench_sw import parse_spec, tuner_kwargs
-
-    name, kw = parse_spec(method)
-    if name == "transfer":  # DCOC warm-started from the sources (``transfer:prior_agents=True``)
-        drv = cd.make_driver(s, bd, "dcoc", seed, prior=list(sources), **tuner_kwargs("dcoc", kw))
-    else:  # a tuner, with DCOC settings if given (``dcoc-agents:shortlist_by_shape=false``)
-        drv = cd.make_driver(s, bd, name, seed, **tuner_kwargs(name, kw))
+    name, _, settings = method.partition(":")
+    if name == "transfer":  # the source tuner warm-started from the sources (``transfer:prior_hw=0``)
+        spec = SOURCE + (":" + settings if settings else "")
+        drv = cd.make_driver(s, bd, spec, seed, prior=list(sources))
+    else:  # a tuner name or spec (``surrogate:select=confidence``)
+        drv = cd.make_driver(s, bd, method, seed)
     drv.run()
     return {"model": model, "board": board, "method": method, "seed": seed, "trials": s.trials,
             "latency_ms": s.best_latency * 1e3, "hw": s.best_hw, "hw_obj": s.hw[s.best_hw],
@@ -157,7 +158,15 @@ def trials_to(history, target_ms: float, budget: int) -> int:
 def run(heldout=("resnet18",), boards=("pynq",), methods=None, seeds=(0, 1, 2, 3, 4), trials=500,
         source_trials=None, source_seed=0, top=20, zoo=ZOO, quiet=False, reference="best-known",
         partial=None) -> dict:
+    from dcoc.errors import DcocError
+    from dcoc.tuners import tuner_kwargs
+
     methods = list(methods or METHODS)
+    for m in methods:  # a typo fails before the source runs
+        try:
+            tuner_kwargs(SOURCE + m[len("transfer"):] if m.partition(":")[0] == "transfer" else m)
+        except DcocError as e:
+            raise SystemExit(f"--methods {m}: {e}") from None
     source_trials = source_trials or trials
     t_start = time.perf_counter()
     runs, refs, srcs = [], {}, {}
@@ -264,7 +273,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--heldout", nargs="*", default=["resnet18"], choices=ZOO)
     ap.add_argument("--boards", nargs="*", default=["pynq"])
-    ap.add_argument("--methods", nargs="*", default=None)
+    ap.add_argument("--methods", nargs="*", default=None,
+                    help=f"transfer[:FIELD=VALUE] or tuner specs (default: {' '.join(METHODS)})")
     ap.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2, 3, 4])
     ap.add_argument("--trials", type=int, default=500)
     ap.add_argument("--source-trials", type=int, default=None, help="simulations of each source run "

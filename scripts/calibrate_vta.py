@@ -2,6 +2,8 @@
 
 The rows are the ResNet-18 layers of vta-reference's "Calibration data" (pynq 1x16
 bitstream, 100 MHz, fused shift/clip epilogue, TopHub ``vta_v0.10.log`` schedules).
+What decides: every layer's predicted time within 20% of the measured one (the exit
+status is 1 above 10%, the regression guard of ``tests/vta/test_timing.py``).
 
     python -m scripts.calibrate_vta
     python -m scripts.calibrate_vta --set dram_latency_ns=250 --set burst_overhead=2
@@ -51,7 +53,8 @@ def format_rows(rows) -> str:
                    f"{r['predicted_ms']:>8.3f} {r['measured_ms']:>8.3f} {r['error_pct']:>+6.1f}% "
                    f"{r['gops']:>6.1f}")
     worst = max(abs(r["error_pct"]) for r in rows)
-    out.append(f"max |error| {worst:.1f}% (requirement: within 10%)")
+    out.append(f"max |error| {worst:.1f}% (requirement: within 20%; exit status 1 above 10%, "
+               "the regression guard)")
     return "\n".join(out)
 
 

@@ -20,10 +20,10 @@ _LAYERS = None
 
 def _init(model):
     global _LAYERS
-    from dcoc.codesign import vta_layers
+    from dcoc.targets import get
     from tvm_plugin.frontend import model_tasks
 
-    _LAYERS = vta_layers(model_tasks(model, "vta"))[0]
+    _LAYERS = get("vta").layers(model_tasks(model, "vta"))[0]
 
 
 def _eval(args):
@@ -46,7 +46,8 @@ def _eval(args):
 
 
 def run(model="resnet18", board="pynq", jobs=None, cache=True) -> list[dict]:
-    from dcoc.vta.spaces import cache_root, hw_space, timing_model_tag
+    from dcoc.vta.catalogue import cache_root, timing_model_tag
+    from dcoc.vta.spaces import hw_space
     from dcoc.vta.report import MODEL_EPILOGUE
 
     root = cache_root("landscape")

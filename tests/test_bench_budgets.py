@@ -1,5 +1,5 @@
-"""scripts.bench_codesign's small-budget read-out (issue 13): best design at a budget, the
-fraction of the best-known throughput, the paired test and the targets line."""
+"""scripts.bench_codesign's small-budget read-out: best design at a budget, the fraction of
+the best-known throughput, the paired test against the default and the verdict lines."""
 import math
 
 from scripts.bench_codesign import at_budget, budget_compare, render_budgets
@@ -17,12 +17,12 @@ def test_at_budget_reads_the_curve():
     assert at_budget(hist, 1000) == 80.0
 
 
-def test_budget_compare_fractions_tests_and_targets():
+def test_budget_compare_fractions_tests_and_verdict():
     runs = []
     for board in ("a", "b"):
         for seed in range(5):
-            # dcoc reaches the best-known (80) by 500, 'other' stays 10% slower and is late
-            runs.append(_run("dcoc", seed, board, [(20, 90.0), (300 + seed, 80.0)]))
+            # the default reaches the best-known (80) by 500, 'other' stays 10% slower and is late
+            runs.append(_run("surrogate", seed, board, [(20, 90.0), (300 + seed, 80.0)]))
             runs.append(_run("other", seed, board, [(150, 88.0 + 0.1 * seed)]))
     res = {"runs": runs, "budgets": [100, 500],
            "best_known": {f"m|{b}": {"latency_ms": 80.0, "hw": "x", "evaluated": {}, "source": "t"}
@@ -30,14 +30,15 @@ def test_budget_compare_fractions_tests_and_targets():
     res["budget_compare"] = bc = budget_compare(res, [100, 500])
     cell = {(r["budget"], r["tuner"]): r for r in bc["pooled"]}
     assert cell[(100, "other")]["fraction"][0] == 0.0          # no complete design yet
-    assert abs(cell[(100, "dcoc")]["fraction"][0] - 80 / 90) < 1e-12
-    assert cell[(500, "dcoc")]["fraction"][0] == 1.0
+    assert abs(cell[(100, "surrogate")]["fraction"][0] - 80 / 90) < 1e-12
+    assert cell[(500, "surrogate")]["fraction"][0] == 1.0
     t = cell[(500, "other")]["test"]
     assert t["n"] == 10 and t["sign"] == -1 and t["p"] < 0.05    # other significantly worse
     assert cell[(100, "other")]["test"]["sign"] == -1
     out = render_budgets(res)
-    assert "significantly ahead of: other" in out
+    assert "500 sims: surrogate median 1.0000; not ahead of: none; significantly ahead of: other" in out
     assert ">= 99% of best-known at 500 sims on every model/board: met" in out
+    assert "issue" not in out.lower()
 
 
 def test_best_known_searches_each_config_once_and_caches(tmp_path, monkeypatch):
@@ -73,7 +74,7 @@ def test_merge_pools_budget_files_and_keeps_the_better_best_known(tmp_path):
     from scripts.bench_codesign import merge
 
     def result(board, bk, seeds):
-        runs = [_run("dcoc", s, board, [(20, 80.0)]) for s in seeds]
+        runs = [_run("surrogate", s, board, [(20, 80.0)]) for s in seeds]
         runs += [_run("other", s, board, [(20, 88.0)]) for s in seeds]
         return {"runs": runs, "budgets": [100], "refs": {},
                 "best_known": {f"m|{board}": {"latency_ms": bk, "hw": "x", "evaluated": {}, "source": "t"}}}
@@ -87,12 +88,7 @@ def test_merge_pools_budget_files_and_keeps_the_better_best_known(tmp_path):
     assert len(res["runs"]) == 20 and res["best_known"]["m|a"]["latency_ms"] == 76.0
     cell = {(r["budget"], r["tuner"]): r for r in res["budget_compare"]["pooled"]}
     assert cell[(100, "other")]["test"]["n"] == 10 and cell[(100, "other")]["test"]["sign"] == -1
-    assert abs(cell[(100, "dcoc")]["fraction"][0] - (76 / 80 + 1.0) / 2) < 1e-12   # median of 5 x 0.95, 5 x 1
-    # --rename: "other" becomes the reference, the old "dcoc" is paired against it
-    res = merge(paths, rename={"dcoc": "dcoc@old", "other": "dcoc"})
-    assert {r["tuner"] for r in res["runs"]} == {"dcoc", "dcoc@old"}
-    cell = {(r["budget"], r["tuner"]): r for r in res["budget_compare"]["pooled"]}
-    assert cell[(100, "dcoc@old")]["test"]["n"] == 10 and cell[(100, "dcoc@old")]["test"]["sign"] == 1
+    assert abs(cell[(100, "surrogate")]["fraction"][0] - (76 / 80 + 1.0) / 2) < 1e-12   # median of 5 x 0.95, 5 x 1
 
 
 def test_merge_exhaustive_found_searches_every_config_a_run_ended_on(tmp_path, monkeypatch):
@@ -105,8 +101,8 @@ def test_merge_exhaustive_found_searches_every_config_a_run_ended_on(tmp_path, m
 
     from scripts import bench_codesign as bc
 
-    runs = [dict(_run("dcoc", s, "a", [(20, 80.0)]), hw_fields={"n": s % 2}) for s in range(4)]
-    runs += [dict(_run("dcoc", s, "b", [(20, 80.0)]), hw_fields={"n": 9}) for s in range(4)]
+    runs = [dict(_run("surrogate", s, "a", [(20, 80.0)]), hw_fields={"n": s % 2}) for s in range(4)]
+    runs += [dict(_run("surrogate", s, "b", [(20, 80.0)]), hw_fields={"n": 9}) for s in range(4)]
     path = str(tmp_path / "r.json")
     with open(path, "w") as f:
         json.dump({"runs": runs, "budgets": [100], "refs": {},
@@ -124,6 +120,48 @@ def test_merge_exhaustive_found_searches_every_config_a_run_ended_on(tmp_path, m
     assert res["best_known"]["m|a"]["latency_ms"] == 76.0 and res["best_known"]["m|b"]["latency_ms"] == 80.0
     assert res["exhaustive_found"] == ["m/a"]
     cell = {(r["budget"], r["tuner"]): r for r in res["budget_compare"]["pooled"]}
-    assert cell[(100, "dcoc")]["fraction"][0] == pytest.approx((0.95 + 1.0) / 2)
+    assert cell[(100, "surrogate")]["fraction"][0] == pytest.approx((0.95 + 1.0) / 2)
     with pytest.raises(SystemExit, match="no runs of m/c"):
         bc.merge([path], exhaustive_found=["m/c"])
+
+
+def test_kept_runs_are_keyed_by_the_spec_config():
+    """bench_codesign --runs-dir: a DCOC-family run's file name carries its config's hash
+    (the spec's settings included); other tuners' do not."""
+    from scripts.bench_codesign import _config_tag
+
+    tags = {t: _config_tag(t) for t in ("surrogate", "surrogate:select=confidence", "dcoc", "xgb")}
+    assert tags["xgb"] == ""
+    assert all(tags[t].startswith("_cfg") for t in ("surrogate", "surrogate:select=confidence", "dcoc"))
+    assert len({tags["surrogate"], tags["surrogate:select=confidence"], tags["dcoc"]}) == 3
+
+
+def test_transfer_methods_build_the_warm_started_default_and_plain_specs(monkeypatch):
+    """bench_transfer: ``transfer[:settings]`` is the source tuner (surrogate) with the
+    sources as prior; any other method is a tuner spec, from scratch."""
+    import types
+
+    import dcoc.codesign
+    import scripts.bench_transfer as bt
+
+    calls = []
+
+    class FakeRunState:
+        def __init__(self, *a, **k):
+            self.trials, self.best_latency, self.best_hw = 5, 1e-3, "hw"
+            self.hw, self.history = {"hw": None}, [(0, 1e-3)]
+
+    def fake_driver(s, bd, spec, seed, **kw):
+        calls.append((spec, kw.get("prior")))
+        return types.SimpleNamespace(run=lambda: None)
+
+    monkeypatch.setattr(bt, "_layers", lambda model: [])
+    monkeypatch.setattr(bt, "_measurer", lambda: None)
+    monkeypatch.setattr(dcoc.codesign, "Session", FakeRunState)
+    monkeypatch.setattr(dcoc.codesign, "make_driver", fake_driver)
+    for method in ("transfer", "transfer:prior_hw=0", "surrogate", "dcoc", "xgb"):
+        r = bt._run("resnet18", "pynq", method, 0, 5, ["src"])
+        assert r["method"] == method and r["latency_ms"] == 1.0
+    assert calls == [("surrogate", ["src"]), ("surrogate:prior_hw=0", ["src"]), ("surrogate", None),
+                     ("dcoc", None), ("xgb", None)]
+    assert bt.SOURCE == "surrogate" and set(bt.TUNING_METHODS) <= set(bt.METHODS) | {"transfer:prior_hw=0"}

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from dcoc.errors import DcocError
-from scripts.bench_metaschedule import model_ablations, model_targets, summarize
+from scripts.bench_metaschedule import model_ablations, model_ratios, summarize
 
 
 def _rows():
@@ -14,44 +14,42 @@ def _rows():
              "best_ms": 0.1, "threads": 2}]
     for w, base in (("small_cnn", 1.0), ("transformer", 30.0)):
         for seed in range(3):
-            for s, f, t in (("evolutionary", 1.0, 100.0), ("dcoc", 0.9, 20.0),
-                            ("dcoc:program_rerank=0", 1.1, 20.0)):
+            for s, f, t in (("evolutionary", 1.0, 100.0), ("surrogate", 0.9, 20.0),
+                            ("surrogate:select=confidence", 1.1, 20.0)):
                 rows.append({"workload": w, "task": w, "budget": 64, "seed": seed, "strategy": s,
                              "best_ms": base * f * (1 + 0.01 * seed), "tune_s": t,
                              "ort_ms": base / 4})
     return rows
 
 
-def test_targets_and_ablations_pair_model_seed():
-    out = "\n".join(model_targets(_rows()))
-    line = next(ln for ln in out.splitlines() if ln.startswith("| 64 | dcoc |"))
+def test_ratios_and_ablations_pair_model_seed():
+    out = "\n".join(model_ratios(_rows()))
+    line = next(ln for ln in out.splitlines() if ln.startswith("| 64 | surrogate |"))
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[2] == "6" and float(cells[3]) == pytest.approx(0.9, abs=1e-3)
     assert float(cells[4]) == pytest.approx(0.2, abs=1e-3) and cells[5] == "6/0"
-    assert cells[7] == "met"                           # 0.9 <= 0.95 and 0.2 <= 0.5
-    bad = next(ln for ln in out.splitlines() if "program_rerank=0 |" in ln)
-    assert bad.rstrip().endswith("not met |")
+    assert len(cells) == 7 and "target" not in out and "met" not in out   # plain ratios
     abl = "\n".join(model_ablations(_rows()))
-    line = next(ln for ln in abl.splitlines() if "program_rerank=0" in ln)
+    line = next(ln for ln in abl.splitlines() if "select=confidence" in ln)
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert float(cells[3]) == pytest.approx(1.1 / 0.9, abs=1e-3) and cells[4] == "0/6"
-    assert "transformer tuned with dcoc at budget 64" in summarize(_rows())
+    assert "evolutionary" not in abl                   # only DCOC-family variants, vs surrogate
+    assert "transformer tuned with surrogate at budget 64" in summarize(_rows())
 
 
 def test_summarize_reads_out_files_without_running(tmp_path, capsys):
-    import json
 
     from scripts.bench_metaschedule import main, model_pairs, read_rows
 
     f = tmp_path / "rows.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in _rows()))
     assert read_rows([f]) == _rows()
-    pairs = model_pairs(_rows(), "dcoc:program_rerank=0")
+    pairs = model_pairs(_rows(), "surrogate:select=confidence")
     assert len(pairs) == 5 + 6 and pairs[-1].split("|")[6].strip() == f"{1.1 / 0.9:.3f}"
     assert main(["--summarize", str(f)]) == 0
     out = capsys.readouterr().out
-    assert "| 64 | dcoc | 6 | 0.900 |" in out and "Per group, dcoc (A) vs evolutionary (B)" in out
-    assert "Per group, dcoc:program_rerank=0 (A) vs dcoc (B)" in out
+    assert "| 64 | surrogate | 6 | 0.900 |" in out and "Per group, surrogate (A) vs evolutionary (B)" in out
+    assert "Per group, surrogate:select=confidence (A) vs surrogate (B)" in out
     assert main(["--summarize", str(tmp_path / "missing.jsonl")]) == 2
     assert "cannot read benchmark rows" in capsys.readouterr().err
     (tmp_path / "other.jsonl").write_text('{"a": 1}\n')
@@ -61,7 +59,6 @@ def test_summarize_reads_out_files_without_running(tmp_path, capsys):
 
 def _work_dir(path, tasks):
     """A kept work dir: result.json layers + a MetaSchedule JSON database (no TVM)."""
-    import json
 
     path.mkdir()
     layers, wl, recs, names = [], [], [], {}
@@ -96,7 +93,7 @@ def test_whole_model_p_value_tests_the_log_ratios_not_raw_latencies():
     oth = [r["best_ms"] for r in rows if r["strategy"] == "dcoc"]
     logs, raw = ratio_test(ref, oth)[1].p, paired_test(ref, oth).p
     assert fmt_p(logs) != fmt_p(raw)
-    line = next(ln for ln in model_targets(rows) if ln.startswith("| 256 | dcoc |"))
+    line = next(ln for ln in model_ratios(rows) if ln.startswith("| 256 | dcoc |"))
     assert line.split("|")[7].strip() == fmt_p(logs)
     line = next(ln for ln in model_ablations(rows, ref="evolutionary")
                 if ln.startswith("| 256 | dcoc |"))
@@ -127,7 +124,8 @@ def test_flush_cache_flag_reaches_the_runner_and_the_rows(monkeypatch):
 
 def test_run_tunes_whole_models_with_the_flush_cache_setting(monkeypatch, tmp_path):
     """run(flush_cache=...) reaches tune_model for every strategy of a whole model (which
-    builds its own runner and records the timing in the work dir), and the rows say so."""
+    builds its own runner and records the timing in the work dir), the tuner spec goes to
+    tune_model whole, and the rows say so."""
     import types
 
     import tvm_plugin.metaschedule.build
@@ -137,7 +135,7 @@ def test_run_tunes_whole_models_with_the_flush_cache_setting(monkeypatch, tmp_pa
     calls = []
 
     def fake_tune_model(model, target, **kw):
-        calls.append((kw["tuner"], kw["flush_cache"]))
+        calls.append((kw["tuner"], kw["flush_cache"], kw["population"]))
         return types.SimpleNamespace(extra={"new_trials": 4, "tuning_seconds": 1.0},
                                      latency_ms=1.0, executable=object(),
                                      baseline_latency_ms=2.0)
@@ -149,18 +147,17 @@ def test_run_tunes_whole_models_with_the_flush_cache_setting(monkeypatch, tmp_pa
     monkeypatch.setattr(tvm_plugin.metaschedule.build, "close_builder", lambda b: None)
     monkeypatch.setattr(bm, "load_model", lambda w: (model, "src.onnx"))
     monkeypatch.setattr(bm, "_ort_latency", lambda *a, **k: 0.5)
-    monkeypatch.setattr(bm, "_strategy", lambda s, seed, pop: (s, "xgb"))
     monkeypatch.setattr(bm, "time_models", lambda exes, *a, **k: {**{s: 1.0 for s in exes},
                                                                    "onnxruntime": 0.5})
     for flush in (True, False):
         rows = bm.run(budgets=(4,), seeds=(0,), workloads=("small_cnn",),
-                      strategies=("dcoc", "evolutionary"), work_root=str(tmp_path / str(flush)),
-                      log=lambda *a: None, flush_cache=flush)
+                      strategies=("surrogate:select=confidence", "evolutionary"), population=64,
+                      work_root=str(tmp_path / str(flush)), log=lambda *a: None, flush_cache=flush)
         tuned = [r for r in rows if r["strategy"] != "onnxruntime"]
-        assert [r["strategy"] for r in tuned] == ["dcoc", "evolutionary"]
+        assert [r["strategy"] for r in tuned] == ["surrogate:select=confidence", "evolutionary"]
         assert all(r.get("flush_cache", False) is flush for r in tuned)
-    assert calls == [("dcoc", True), ("evolutionary", True), ("dcoc", False),
-                     ("evolutionary", False)]
+    assert calls == [("surrogate:select=confidence", True, 64), ("evolutionary", True, 64),
+                     ("surrogate:select=confidence", False, 64), ("evolutionary", False, 64)]
 
 
 def test_held_out_models_are_disjoint_from_the_tuning_set_and_exist_in_the_wheel():

@@ -64,17 +64,13 @@ class Layer:
         return get(self.target).bound_seconds(self, hw)
 
 
-class Target:
-    """Base class of an accelerator target (see the module docstring).
-
-    Subclasses set :attr:`name`, :attr:`boards`, :attr:`hw_knobs`, :attr:`core_knobs`,
-    :attr:`slots` and implement the methods that raise NotImplementedError.
+class HardwareHalf:
+    """The hardware half of a target: boards, the hardware space of a board, a config's
+    resources and fit.  Subclasses set :attr:`boards`, :attr:`default_board`,
+    :attr:`hw_knobs`, :attr:`core_knobs` (and :attr:`fit_knobs` where it holds) and implement
+    ``hw_space``, ``make_hw``, ``parse_hw``, ``violations``, ``resources``, ``budgets``.
     """
 
-    name = "base"
-    #: how messages name the accelerator ("model X has no layer VTA can run")
-    label = "the accelerator"
-    description = ""
     #: board name -> board object (with ``name`` and ``default_hw()``)
     boards: dict = {}
     default_board = ""
@@ -84,15 +80,36 @@ class Target:
     core_knobs: tuple = ()
     #: the hardware knobs that only decide which schedules *fit* (on-chip buffer sizes): a
     #: schedule valid on two configs that differ only in them runs the same instruction
-    #: stream, so it takes the same time on both (checked in tests/targets); empty: no such claim
+    #: stream, so it takes the same time on both (checked in tests/core/test_targets.py);
+    #: empty: no such claim
     fit_knobs: tuple = ()
-    #: software slots of DCOC's joint co-design state (every layer's knobs map onto them)
-    slots: tuple = ()
-    #: which accelerator extraction of ``tvm_plugin.frontend.model_tasks`` gives the layers
-    #: (conv2d / dense workloads, the rest left on the CPU)
-    frontend_target = "vta"
 
-    # ------------------------------------------------------------------ boards
+    # ---------------------------------------------------------------- to implement
+    def hw_space(self, board, ranges: dict | None = None):
+        """:class:`dcoc.search.Space` of the hardware knobs that fit ``board``."""
+        raise NotImplementedError
+
+    def make_hw(self, values: dict, board):
+        """The hardware config of hardware-knob ``values`` on ``board``."""
+        raise NotImplementedError
+
+    def parse_hw(self, spec, board=None):
+        """A hardware config from a config object, a name/preset string or a dict."""
+        raise NotImplementedError
+
+    def violations(self, hw, board) -> list[str]:
+        raise NotImplementedError
+
+    def resources(self, hw, board) -> dict:
+        """Resource estimate of ``hw`` on ``board`` (for the result and the CLI)."""
+        raise NotImplementedError
+
+    def budgets(self, board) -> dict:
+        """``{resource: (limit, label)}`` of the board for the keys :meth:`resources` reports
+        (the Pareto plot's budget lines)."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- provided
     def board(self, name):
         """The board object called ``name`` (or the object itself)."""
         if not isinstance(name, str):
@@ -105,19 +122,6 @@ class Target:
                               f"{', '.join(self.boards)}")
         return self.boards[key]
 
-    # ---------------------------------------------------------------- hardware
-    def hw_space(self, board, ranges: dict | None = None):
-        """:class:`dcoc.search.Space` of the hardware knobs that fit ``board``."""
-        raise NotImplementedError
-
-    def make_hw(self, values: dict, board):
-        """The hardware config of hardware-knob ``values`` on ``board``."""
-        raise NotImplementedError
-
-    def hw_values(self, hw) -> dict:
-        """Hardware-knob values of a config (inverse of :meth:`make_hw`)."""
-        return {k: getattr(hw, k) for k in self.hw_knobs}
-
     def default_hw(self, board):
         """Where co-design starts on ``board`` (every tuner alike)."""
         return self.board(board).default_hw()
@@ -126,10 +130,6 @@ class Target:
         """The reference config the result's speedup is measured against."""
         return self.default_hw(board)
 
-    def parse_hw(self, spec, board=None):
-        """A hardware config from a config object, a name/preset string or a dict."""
-        raise NotImplementedError
-
     def check_fits(self, hw, board) -> None:
         """ConfigError (one line) unless ``hw`` fits ``board``."""
         problems = self.violations(hw, board)
@@ -137,8 +137,15 @@ class Target:
             raise ConfigError(f"hardware {hw.name} does not fit board {self.board(board).name}: "
                               f"{'; '.join(problems)}")
 
-    def violations(self, hw, board) -> list[str]:
-        raise NotImplementedError
+    def feasible_hw(self, board, ranges: dict | None = None) -> list:
+        """Every hardware config of :meth:`hw_space` that fits the board."""
+        s = self.hw_space(board, ranges)
+        bd = self.board(board)
+        return [self.make_hw(c, bd) for c in s if s.is_valid(c)]
+
+    def hw_values(self, hw) -> dict:
+        """Hardware-knob values of a config (inverse of :meth:`make_hw`)."""
+        return {k: getattr(hw, k) for k in self.hw_knobs}
 
     def timing_key(self, hw):
         """What a schedule's time on ``hw`` depends on: ``hw``'s fields but :attr:`fit_knobs`
@@ -155,30 +162,33 @@ class Target:
         the smaller config fits it too)."""
         return tuple(getattr(hw, k) for k in self.fit_knobs)
 
-    def resources(self, hw, board) -> dict:
-        """Resource estimate of ``hw`` on ``board`` (for the result and the CLI)."""
-        raise NotImplementedError
-
-    def feasible_hw(self, board, ranges: dict | None = None) -> list:
-        """Every hardware config of :meth:`hw_space` that fits the board."""
-        s = self.hw_space(board, ranges)
-        bd = self.board(board)
-        return [self.make_hw(c, bd) for c in s if s.is_valid(c)]
+    def describe_hw(self, hw, board) -> str:
+        """One line for the CLI summary."""
+        return f"{hw.name} on {self.board(board).name}"
 
     def baseline_label(self, board) -> str:
         """How the CLI names the reference of the speedup."""
         return f"{self.board(board).name} default hardware + default schedules"
 
-    def budgets(self, board) -> dict:
-        """``{resource: (limit, label)}`` of the board for the keys :meth:`resources` reports
-        (the Pareto plot's budget lines)."""
-        raise NotImplementedError
 
-    def describe_hw(self, hw, board) -> str:
-        """One line for the CLI summary."""
-        return f"{hw.name} on {self.board(board).name}"
+class ScheduleHalf:
+    """The schedule half of a target: a model's layers, each layer's schedule space on a
+    hardware config, its default schedule, how to measure it, and what DCOC's co-design
+    needs to move a schedule between configs.  Subclasses set :attr:`slots` (and
+    :attr:`shrink_order`) and implement ``layers``, ``workload``, ``layer``, ``workload_key``, ``sw_space``, ``task``, ``default_schedule``, ``ideal_seconds``, ``measurer``, ``sw_union``, ``descriptor``.
+    """
 
-    # ---------------------------------------------------------------- workloads
+    #: how messages name the accelerator ("model X has no layer VTA can run")
+    label = "the accelerator"
+    #: software slots of DCOC's joint co-design state (every layer's knobs map onto them)
+    slots: tuple = ()
+    #: knobs :meth:`transfer` shrinks, first first
+    shrink_order: tuple = ()
+    #: which accelerator extraction of ``tvm_plugin.frontend.model_tasks`` gives the layers
+    #: (conv2d / dense workloads, the rest left on the CPU)
+    frontend_target = "vta"
+
+    # ---------------------------------------------------------------- to implement
     def layers(self, tasks) -> tuple[list[Layer], list]:
         """Model tasks -> (accelerator layers, CPU layers ``[(name, kind, count)]``)."""
         raise NotImplementedError
@@ -190,14 +200,6 @@ class Target:
     def layer(self, workload, name: str | None = None) -> Layer:
         """A single-workload layer (``tune_task``)."""
         raise NotImplementedError
-
-    def layer_from_record(self, row: dict) -> Layer | None:
-        """A records row's layer when its run left no ``layers.json`` (None: cannot tell)."""
-        return None
-
-    def model_epilogue(self):
-        """The ``Layer.epilogue`` of a model layer when none is given (None: no such notion)."""
-        return None
 
     def workload_key(self, layer: Layer) -> str:
         raise NotImplementedError
@@ -218,6 +220,19 @@ class Target:
         """Compute-bound lower bound of ``layer`` on ``hw`` (MACs / MACs per cycle / clock)."""
         raise NotImplementedError
 
+    def measurer(self, n_workers: int | None = None):
+        """The default measurer of this target (a :class:`dcoc.search.Measurer`)."""
+        raise NotImplementedError
+
+    def sw_union(self, layer: Layer, hw_space) -> list[tuple]:
+        """Per slot, the union of ``layer``'s knob choices over the hardware options."""
+        raise NotImplementedError
+
+    def descriptor(self, layer: Layer) -> list[float]:
+        """Up to 12 numbers describing the workload (DCOC's agents' context)."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- provided
     def bound_seconds(self, layer: Layer, hw) -> float:
         """A tighter compute bound: the work padded to ``hw``'s compute tiles, at one tile
         per cycle (>= :meth:`ideal_seconds`).  DCOC's co-design cost model learns the
@@ -229,27 +244,9 @@ class Target:
     def cycles(self, seconds: float, hw) -> int:
         return int(round(seconds * hw.freq_mhz * 1e6))
 
-    def model_runner(self, result, input_shapes=None):
-        """A callable running the whole tuned model of ``result`` (a TuneResult) on this
-        target, ``inputs -> outputs``; None when the target cannot run models."""
-        return None
-
-    def measurer(self, n_workers: int | None = None):
-        """The default measurer of this target (a :class:`dcoc.search.Measurer`)."""
-        raise NotImplementedError
-
-    # ------------------------------------------------------- co-design helpers
     def slot(self, layer: Layer, knob: str) -> int:
         """Index in :attr:`slots` of a schedule knob of ``layer``."""
         return self.slots.index(knob)
-
-    def sw_union(self, layer: Layer, hw_space) -> list[tuple]:
-        """Per slot, the union of ``layer``'s knob choices over the hardware options."""
-        raise NotImplementedError
-
-    def descriptor(self, layer: Layer) -> list[float]:
-        """Up to 12 numbers describing the workload (DCOC's agents' context)."""
-        raise NotImplementedError
 
     def transfer(self, layer: Layer, src_hw, src_knobs: dict, hw, space) -> dict | None:
         """A valid schedule of ``layer`` on ``hw`` derived from its best ``src_knobs`` on
@@ -278,10 +275,28 @@ class Target:
                         break
         return None
 
-    #: knobs :meth:`transfer` shrinks, first first
-    shrink_order: tuple = ()
-
     def scale_knob(self, name: str, value, src_hw, hw) -> float:
         """A knob value of ``src_hw`` in the units of ``hw`` (tiles counted in core blocks)."""
         return value
+
+    def model_epilogue(self):
+        """The ``Layer.epilogue`` of a model layer when none is given (None: no such notion)."""
+        return None
+
+    def layer_from_record(self, row: dict) -> Layer | None:
+        """A records row's layer when its run left no ``layers.json`` (None: cannot tell)."""
+        return None
+
+    def model_runner(self, result, input_shapes=None):
+        """A callable running the whole tuned model of ``result`` (a TuneResult) on this
+        target, ``inputs -> outputs``; None when the target cannot run models."""
+        return None
+
+
+class Target(HardwareHalf, ScheduleHalf):
+    """An accelerator target: a :class:`HardwareHalf` and a :class:`ScheduleHalf` under a
+    registered :attr:`name` (see the module docstring)."""
+
+    name = "base"
+    description = ""
 

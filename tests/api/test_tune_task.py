@@ -15,7 +15,9 @@ from dcoc.errors import ConfigError, DcocError
 from dcoc.results.result import TaskResult
 from dcoc.search.measure import Measurer
 from dcoc.vta import VTASimMeasurer
-from dcoc.vta.spaces import parse_workload, resnet18_layer, sw_space, workload_key
+from dcoc.vta.catalogue import resnet18_layer
+from dcoc.vta.spaces import sw_space, workload_key
+from dcoc.vta.target import parse_workload
 from dcoc.vta import HWConfig, simulate
 
 from api_util import TUNERS, duplicates, read_records, truncate_records

@@ -180,8 +180,8 @@ def test_program_features_and_the_shared_pool(conv_task, builder, runner, tmp_pa
     X = feats(np.zeros((1, len(strat.tspace.space.knobs)), np.int64))
     assert X.shape == (1, feats.dim) and np.isfinite(X).all()
 
-    # a second task of the same run (clones share the state) skips the random warm-up
-    other = strat.clone()
+    # a second task of the same run (sharing the state, as clones do) skips the random warm-up
+    other = TunerStrategy(tuner=tuner, seed=0, state=strat.state, program=program)
     et = conv_task.ms_task
     ctx2 = make_tune_context(et.dispatched[0], et.target, "other_task", strategy=other,
                              num_threads=2, seed=0)
