@@ -177,7 +177,8 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     tuner_kwargs(tuner)  # a one-line error for an unknown name or setting, before any work
     if int(trials) < 1:
         raise DcocError(f"trials must be >= 1, got {trials}")
-    from dcoc.targets import get as get_target, is_accelerator
+    from dcoc.targets import get as get_target
+    from dcoc.targets import is_accelerator
 
     is_acc = is_accelerator(target)
     tname = get_target(target).name if is_acc else None

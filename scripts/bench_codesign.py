@@ -77,8 +77,8 @@ def _layers(model):
 def reference(model: str, board: str) -> dict:
     """Default hardware with exhaustively optimal and with default schedules."""
     from dcoc.api import _baseline_latency
-    from dcoc.vta.catalogue import exhaustive
     from dcoc.vta import BOARDS, HWConfig
+    from dcoc.vta.catalogue import exhaustive
 
     bd = BOARDS[board]
     hw = HWConfig.preset("pynq") if board == "pynq" else bd.default_hw()
@@ -101,8 +101,8 @@ def _hw_optimum(args):
     """Latency (ms) of ``model`` on one hardware config with every layer's exhaustively
     optimal schedule (None if a layer has no valid schedule there)."""
     model, fields = args
-    from dcoc.vta.catalogue import exhaustive
     from dcoc.vta import HWConfig
+    from dcoc.vta.catalogue import exhaustive
 
     hw = HWConfig(**fields)
     total = 0.0
@@ -141,8 +141,8 @@ def best_known(model: str, board: str, extra=(), top: int = 20, jobs: int | None
     searched, so an interrupted search resumes.  Returns ``{"latency_ms", "hw",
     "evaluated": {hw: ms}, "landscape_top"}``.
     """
-    from dcoc.vta.spaces import make_hw
     from dcoc.vta import BOARDS
+    from dcoc.vta.spaces import make_hw
     from scripts import hw_landscape
 
     path = _best_known_path(model, board)

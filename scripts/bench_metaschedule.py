@@ -272,8 +272,8 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
     min_repeat_ms=0``), as a kernel meets its weights inside a whole model; rows say
     ``flush_cache: true`` and ``evaluator``."""
     from scripts.bench_sw import check_specs
-    from tvm_plugin.metaschedule.build import close_builder, evaluator_config, make_builder, make_runner
     from tvm_plugin.frontend import resolve_target
+    from tvm_plugin.metaschedule.build import close_builder, evaluator_config, make_builder, make_runner
     from tvm_plugin.metaschedule.tuning import MS_STRATEGIES, tune_model
 
     check_specs([s for s in strategies if s not in MS_STRATEGIES])  # a typo fails before tuning

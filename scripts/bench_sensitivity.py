@@ -125,8 +125,8 @@ def scenario_configs(board, lut: float, clock: float, cands, clock_other: float 
 
 
 def run(model="resnet18", boards=BOARD_NAMES, jobs=None, cache=True, log=print) -> dict:
-    from dcoc.vta.catalogue import cache_root, timing_model_tag
     from dcoc.vta import get_board
+    from dcoc.vta.catalogue import cache_root, timing_model_tag
     from dcoc.vta.report import MODEL_EPILOGUE
 
     cands = candidates()
@@ -179,7 +179,8 @@ def run(model="resnet18", boards=BOARD_NAMES, jobs=None, cache=True, log=print) 
                    "gain": (base_t / best_t) if best_t and base_t else None}
             if label == "nominal":
                 nominal_winner = best
-            base_name = (lambda n: "_".join(n.split("_")[:6]) if n else n)
+            def base_name(n):
+                return "_".join(n.split("_")[:6]) if n else n
             row["same_winner"] = base_name(best) == base_name(nominal_winner)
             ranked = [base_name(n) for _, n in ok]
             nb = base_name(nominal_winner)
@@ -214,7 +215,8 @@ def to_markdown(res: dict) -> str:
         "and buffers) under the scenario; `tie`: a different buffer set with the same latency "
         "(within 0.05 %) won.",
         "",
-        "| board | scenario | feasible | winner | clock MHz | latency ms | default ms | gain | same winner | nominal winner |",
+        "| board | scenario | feasible | winner | clock MHz | latency ms | default ms | gain "
+        "| same winner | nominal winner |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in res["rows"]:

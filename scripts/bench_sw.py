@@ -99,8 +99,8 @@ def layer_workload(layer: str):
 
 
 def _table(layer: str, hw_name: str):
-    from dcoc.vta.catalogue import exhaustive
     from dcoc.vta import HWConfig
+    from dcoc.vta.catalogue import exhaustive
 
     hw = HWConfig.parse(hw_name)
     wl = layer_workload(layer)
@@ -113,8 +113,8 @@ def _run_one(args):
 
     torch.set_num_threads(1)
     from dcoc.search.measure import TableMeasurer
-    from dcoc.vta.spaces import vta_task
     from dcoc.tuners import create
+    from dcoc.vta.spaces import vta_task
 
     wl, hw, table = _table(layer, hw_name)
     valid = [v for v in table.values() if v is not None]
@@ -228,7 +228,8 @@ def render_compare(rows: list[dict], budget: int, reference: str = REFERENCE, md
 
     def mi(v, d):
         med, lo, hi = v
-        f = (lambda x: f"{x:.{d}f}")
+        def f(x):
+            return f"{x:.{d}f}"
         return f"{f(med)} [{f(lo)}-{f(hi)}]"
 
     def verdict(t):

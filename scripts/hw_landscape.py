@@ -29,8 +29,8 @@ def _init(model):
 def _eval(args):
     hw_fields, board = args
     from dcoc.errors import DcocError
-    from dcoc.vta.spaces import make_hw
     from dcoc.vta import BOARDS, default_knobs, simulate
+    from dcoc.vta.spaces import make_hw
 
     hw = make_hw(hw_fields, BOARDS[board])
     total = 0.0
@@ -47,8 +47,8 @@ def _eval(args):
 
 def run(model="resnet18", board="pynq", jobs=None, cache=True) -> list[dict]:
     from dcoc.vta.catalogue import cache_root, timing_model_tag
-    from dcoc.vta.spaces import hw_space
     from dcoc.vta.report import MODEL_EPILOGUE
+    from dcoc.vta.spaces import hw_space
 
     root = cache_root("landscape")
     path = os.path.join(root, f"{model}_{board}_{timing_model_tag(MODEL_EPILOGUE)}.json")

@@ -128,9 +128,9 @@ def test_run_tunes_whole_models_with_the_flush_cache_setting(monkeypatch, tmp_pa
     tune_model whole, and the rows say so."""
     import types
 
+    import scripts.bench_metaschedule as bm
     import tvm_plugin.metaschedule.build
     import tvm_plugin.metaschedule.tuning
-    import scripts.bench_metaschedule as bm
 
     calls = []
 

@@ -137,8 +137,8 @@ class Graph:
 
     def const(self, e):
         """numpy value of a constant expression (inline or bound), else None."""
-        from tvm.ir.expr import Constant
         from tvm import relax
+        from tvm.ir.expr import Constant
 
         if isinstance(e, Constant):
             return e.value.numpy()

@@ -54,7 +54,7 @@ import threading
 import time
 from typing import Any, Sequence
 
-from dcoc.search.measure import MeasureErrorNo, MeasureResult, Measurer
+from dcoc.search.measure import MeasureErrorNo, Measurer, MeasureResult
 from dcoc.search.tuning_task import TuningTask
 
 #: the remote function the simulator servers register

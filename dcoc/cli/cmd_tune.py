@@ -4,8 +4,14 @@ from __future__ import annotations
 import json
 import sys
 
-from dcoc.cli.common import (Output, add_model_arguments, add_output_arguments,
-                                   add_target_argument, parse_input_shapes, render_table)
+from dcoc.cli.common import (
+    Output,
+    add_model_arguments,
+    add_output_arguments,
+    add_target_argument,
+    parse_input_shapes,
+    render_table,
+)
 
 NAME = "tune"
 HELP = "tune a model: accelerator + schedules (vta) or schedules (llvm/cuda)"
@@ -46,8 +52,8 @@ examples:
 def add_arguments(parser) -> None:
     add_model_arguments(parser)
     add_target_argument(parser)
-    from dcoc.targets import available, get
     from dcoc.cli.common import add_tuner_argument
+    from dcoc.targets import available, get
 
     boards = list(dict.fromkeys(b for t in available() for b in get(t).boards))
     parser.add_argument("--board", default=None, choices=boards,
@@ -89,7 +95,6 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import dcoc
     from dcoc.errors import DcocError
-
     from dcoc.tuners import tuner_kwargs
 
     out = Output(args)  # checks a --json PATH before the run

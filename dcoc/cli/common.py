@@ -27,8 +27,8 @@ import re
 import sys
 
 from dcoc.errors import ModelError
-from dcoc.targets.registry import DEFAULT_TARGET
 from dcoc.results.text import render_table  # noqa: F401 - the commands' table format
+from dcoc.targets.registry import DEFAULT_TARGET
 
 MODEL_HELP = ("an ONNX file, a zoo model (resnet18, mobilenetv2, vgg16, transformer) or one of "
               "the light_* models shipped with onnx (e.g. light_resnet50); `dcoc models` "

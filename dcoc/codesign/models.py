@@ -18,7 +18,6 @@ from collections import Counter
 import numpy as np
 
 from dcoc.errors import DcocError
-
 from dcoc.method.core import ensemble
 from dcoc.seeding import child_seed
 

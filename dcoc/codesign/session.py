@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 
-from dcoc.search.measure import MeasureResult, Measurer, ReplayMeasurer, recorded_results
+from dcoc.search.measure import Measurer, MeasureResult, ReplayMeasurer, recorded_results
 from dcoc.search.records import Records
 from dcoc.search.space import Space
 

@@ -44,7 +44,6 @@ from torch import nn
 from dcoc.method.config import MAPPOConfig
 from dcoc.seeding import child_seed
 
-
 #: agent names of the paper's split, by knob group (everything else: scheduling)
 _AGENT_OF_GROUP = {"hw": "hardware", "tile": "mapping"}
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dcoc.runtime import intref
 from dcoc.errors import KnobError
+from dcoc.runtime import intref
 
 __all__ = ["Offload", "VTAKernel", "conv_workload_dict", "find_task"]
 

@@ -3,8 +3,8 @@ from dcoc.search.measure import (
     FunctionMeasurer,
     MeasureErrorNo,
     MeasureInput,
-    MeasureResult,
     Measurer,
+    MeasureResult,
     ReplayMeasurer,
     create_measurer,
     measure_option,
@@ -16,5 +16,6 @@ from dcoc.search.tuning_task import TuningTask
 
 __all__ = [
     "FunctionMeasurer", "Knob", "MeasureErrorNo", "MeasureInput", "MeasureResult", "Measurer",
-    "Records", "ReplayMeasurer", "Space", "TuningTask", "create_measurer", "measure_option", "measurer_names", "product",
+    "Records", "ReplayMeasurer", "Space", "TuningTask", "create_measurer", "measure_option",
+    "measurer_names", "product",
 ]

@@ -193,8 +193,8 @@ def _read(path: str) -> Iterator[dict]:
 
 def record_problem(rec) -> str | None:
     """Why ``rec`` is not a tuning record (None when it is one): a JSON object with a
-    string ``task``, an ``hw`` (string, or null for tasks without hardware), a ``knobs`` object, and a finite number ``cost`` when
-    ``valid`` is true."""
+    string ``task``, an ``hw`` (string, or null for tasks without hardware), a ``knobs``
+    object, and a finite number ``cost`` when ``valid`` is true."""
     if not isinstance(rec, dict):
         what = "null" if rec is None else type(rec).__name__
         if isinstance(rec, list) and len(rec) == 2 and isinstance(rec[0], int):

@@ -67,8 +67,9 @@ class Layer:
 class HardwareHalf:
     """The hardware half of a target: boards, the hardware space of a board, a config's
     resources and fit.  Subclasses set :attr:`boards`, :attr:`default_board`,
-    :attr:`hw_knobs`, :attr:`core_knobs` (and :attr:`fit_knobs` where it holds) and implement
-    ``hw_space``, ``make_hw``, ``parse_hw``, ``violations``, ``resources``, ``budgets``.
+    :attr:`hw_knobs`, :attr:`core_knobs` (and :attr:`fit_knobs` where it holds) and
+    implement ``hw_space``, ``make_hw``, ``parse_hw``, ``violations``, ``resources``,
+    ``budgets``.
     """
 
     #: board name -> board object (with ``name`` and ``default_hw()``)
@@ -175,7 +176,9 @@ class ScheduleHalf:
     """The schedule half of a target: a model's layers, each layer's schedule space on a
     hardware config, its default schedule, how to measure it, and what DCOC's co-design
     needs to move a schedule between configs.  Subclasses set :attr:`slots` (and
-    :attr:`shrink_order`) and implement ``layers``, ``workload``, ``layer``, ``workload_key``, ``sw_space``, ``task``, ``default_schedule``, ``ideal_seconds``, ``measurer``, ``sw_union``, ``descriptor``.
+    :attr:`shrink_order`) and implement ``layers``, ``workload``, ``layer``,
+    ``workload_key``, ``sw_space``, ``task``, ``default_schedule``, ``ideal_seconds``,
+    ``measurer``, ``sw_union``, ``descriptor``.
     """
 
     #: how messages name the accelerator ("model X has no layer VTA can run")

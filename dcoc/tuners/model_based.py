@@ -39,8 +39,8 @@ from typing import Iterable
 
 import numpy as np
 
-from dcoc.method.costmodel import XGBCostModel
 from dcoc.errors import DcocError
+from dcoc.method.costmodel import XGBCostModel
 from dcoc.search.measure import MeasureInput, MeasureResult
 from dcoc.tuners.tuner import Tuner
 from dcoc.tuners.warmup import WARMUP_SIZE, initial_points

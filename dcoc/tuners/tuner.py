@@ -20,7 +20,7 @@ import math
 import time
 from typing import Callable, Iterable, Sequence
 
-from dcoc.search.measure import MeasureInput, MeasureResult, Measurer, ReplayMeasurer, recorded_results
+from dcoc.search.measure import MeasureInput, Measurer, MeasureResult, ReplayMeasurer, recorded_results
 from dcoc.search.records import Records
 from dcoc.search.space import Space
 from dcoc.search.tuning_task import TuningTask

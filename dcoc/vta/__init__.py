@@ -12,13 +12,21 @@ TVM 0.27 has no VTA, so dcoc ships its own model of it (see ``docs/vta.md``)::
 
 Nothing here imports tvm.
 """
-from dcoc.vta.layer import compile_schedule, default_knobs, simulate
-from dcoc.vta.config import BOARDS, PRESETS, Board, HWConfig, get_board
 from dcoc.errors import ConfigError, IsaError, KnobError, SimulationError, WorkloadError
+from dcoc.vta.config import BOARDS, PRESETS, Board, HWConfig, get_board
+from dcoc.vta.layer import compile_schedule, default_knobs, simulate
 from dcoc.vta.simulator import DEFAULT_TIMING, SimResult, TimingParams
-from dcoc.vta.workloads import (DEFAULT_EPILOGUE, Conv2DWorkload, DenseWorkload, Epilogue,
-                                conv2d_space, dense_space, space_for, space_size,
-                                workload_from_task)
+from dcoc.vta.workloads import (
+    DEFAULT_EPILOGUE,
+    Conv2DWorkload,
+    DenseWorkload,
+    Epilogue,
+    conv2d_space,
+    dense_space,
+    space_for,
+    space_size,
+    workload_from_task,
+)
 
 __all__ = [
     "HWConfig", "Conv2DWorkload", "DenseWorkload", "simulate", "conv2d_space", "dense_space",

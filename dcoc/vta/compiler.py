@@ -43,10 +43,18 @@ import numpy as np
 from dcoc.vta import isa
 from dcoc.vta.config import HWConfig
 from dcoc.vta.isa import COMPUTE_STAGE, LOAD_STAGE, MEM_ACC, MEM_INP, MEM_WGT, STORE_STAGE
-from dcoc.vta.stream import (_MAX_ITER, InsnStream, PlanError, UopKernel, _ceil, _dma_2d,
-                             _span, alu_kernel, fold_gemm_loops)
-from dcoc.vta.workloads import (Conv2DWorkload, DEFAULT_EPILOGUE, DenseWorkload, Epilogue,
-                                check_knobs)
+from dcoc.vta.stream import (
+    _MAX_ITER,
+    InsnStream,
+    PlanError,
+    UopKernel,
+    _ceil,
+    _dma_2d,
+    _span,
+    alu_kernel,
+    fold_gemm_loops,
+)
+from dcoc.vta.workloads import DEFAULT_EPILOGUE, Conv2DWorkload, DenseWorkload, Epilogue, check_knobs
 
 __all__ = ["PlanError", "ConvPlan", "DensePlan", "make_plan", "compile_program", "Program",
            "InsnStream", "UopKernel"]

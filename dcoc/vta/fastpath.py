@@ -21,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from dcoc.vta.compiler import DramLayout, _kernel_dram
-from dcoc.vta.stream import InsnStream
-from dcoc.vta.isa import COMPUTE_STAGE, GemmInsn, LOAD_STAGE, MemInsn, OP_LOAD, OP_STORE
+from dcoc.vta.isa import COMPUTE_STAGE, LOAD_STAGE, OP_LOAD, OP_STORE, GemmInsn, MemInsn
 from dcoc.vta.simulator import COUNTER_KEYS, Engine, TimingParams, insn_counters, insn_timing
+from dcoc.vta.stream import InsnStream
 
 __all__ = ["fast_timing"]
 

@@ -14,9 +14,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from dcoc.vta.config import (ALU_IMM_BITS, DRAM_ADDR_BITS, HWConfig, OPCODE_BITS, PAD_BITS,
-                             SIZE_BITS, SRAM_ADDR_BITS, STRIDE_BITS)
 from dcoc.errors import IsaError
+from dcoc.vta.config import (
+    ALU_IMM_BITS,
+    DRAM_ADDR_BITS,
+    OPCODE_BITS,
+    PAD_BITS,
+    SIZE_BITS,
+    SRAM_ADDR_BITS,
+    STRIDE_BITS,
+    HWConfig,
+)
 
 __all__ = [
     "OP_LOAD", "OP_STORE", "OP_GEMM", "OP_FINISH", "OP_ALU",

@@ -7,14 +7,11 @@ from typing import Mapping
 
 import numpy as np
 
-from dcoc.errors import ConfigError, KnobError
+from dcoc.errors import ConfigError, KnobError, WorkloadError
 from dcoc.vta.compiler import PlanError, compile_program, make_plan
 from dcoc.vta.config import HWConfig
-from dcoc.errors import WorkloadError
-from dcoc.vta.simulator import (DEFAULT_TIMING, SimResult, TimingParams, check_data,
-                                finish_result, run_program)
-from dcoc.vta.workloads import (Conv2DWorkload, DEFAULT_EPILOGUE, DenseWorkload, Epilogue,
-                                space_for)
+from dcoc.vta.simulator import DEFAULT_TIMING, SimResult, TimingParams, check_data, finish_result, run_program
+from dcoc.vta.workloads import DEFAULT_EPILOGUE, Conv2DWorkload, DenseWorkload, Epilogue, space_for
 
 __all__ = ["simulate", "default_knobs", "compile_schedule"]
 

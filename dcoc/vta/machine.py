@@ -8,12 +8,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from dcoc.errors import SimulationError
 from dcoc.vta import isa
 from dcoc.vta.config import HWConfig
-from dcoc.errors import SimulationError
-from dcoc.vta.isa import (ALU_ADD, ALU_MAX, ALU_MIN, ALU_MUL, ALU_SHR, MEM_ACC, MEM_ACC_8BIT,
-                          MEM_INP, MEM_OUT, MEM_UOP, MEM_WGT, OP_ALU, OP_FINISH, OP_GEMM,
-                          OP_LOAD, OP_STORE)
+from dcoc.vta.isa import (
+    ALU_ADD,
+    ALU_MAX,
+    ALU_MIN,
+    ALU_MUL,
+    ALU_SHR,
+    MEM_ACC,
+    MEM_ACC_8BIT,
+    MEM_INP,
+    MEM_OUT,
+    MEM_UOP,
+    MEM_WGT,
+    OP_ALU,
+    OP_FINISH,
+    OP_GEMM,
+    OP_LOAD,
+    OP_STORE,
+)
 
 __all__ = ["Machine"]
 

@@ -42,11 +42,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from dcoc.errors import SimulationError, WorkloadError
 from dcoc.vta import isa
 from dcoc.vta.config import HWConfig
-from dcoc.errors import SimulationError, WorkloadError
-from dcoc.vta.isa import (MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_UOP, MEM_WGT, OP_ALU, OP_FINISH,
-                          OP_GEMM, OP_LOAD, OP_STORE)
+from dcoc.vta.isa import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_UOP, MEM_WGT, OP_ALU, OP_FINISH, OP_GEMM, OP_LOAD, OP_STORE
 from dcoc.vta.machine import Machine
 
 __all__ = ["TimingParams", "DEFAULT_TIMING", "SimResult", "run_program", "insn_timing",
@@ -494,8 +493,9 @@ def run_program(program, tp: TimingParams = DEFAULT_TIMING, arrays: dict | None 
 
     Returns ``(cycles, counters, machine)``.  Every access is checked (SimulationError on a
     rule violation), including -- with ``check_races`` -- SRAM accesses of two modules that
-    overlap in time without a dependency token ordering them.  With ``functional=True`` the machine computes on the DRAM image built
-    from ``arrays`` (region name -> uint8 contents) and ``machine.dram`` holds the result.
+    overlap in time without a dependency token ordering them.  With ``functional=True`` the
+    machine computes on the DRAM image built from ``arrays`` (region name -> uint8 contents)
+    and ``machine.dram`` holds the result.
     """
     from dcoc.vta.memsys import dma_timing
 

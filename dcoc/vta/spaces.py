@@ -20,12 +20,12 @@ import math
 
 import numpy as np
 
-from dcoc.vta.config import BOARDS, HWConfig
-from dcoc.vta.layer import default_knobs, simulate
-from dcoc.vta.workloads import Conv2DWorkload, conv2d_space, dense_space
 from dcoc.search.measure import FunctionMeasurer
 from dcoc.search.space import Knob, Space
 from dcoc.search.tuning_task import TuningTask
+from dcoc.vta.config import BOARDS, HWConfig
+from dcoc.vta.layer import default_knobs, simulate
+from dcoc.vta.workloads import Conv2DWorkload, conv2d_space, dense_space
 
 #: hardware knobs in the order the hardware agent sees them, with their default ranges
 HW_RANGES = {

@@ -10,10 +10,28 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from dcoc.vta.config import HWConfig, LOOP_ITER_BITS
-from dcoc.vta.isa import (ALU_ADD, ALU_MAX, ALU_MIN, ALU_SHR, AluInsn, COMPUTE_STAGE,
-                          FinishInsn, GemmInsn, LOAD_STAGE, MEM_INP, MEM_OUT, MEM_UOP,
-                          MEM_WGT, MemInsn, OP_LOAD, OP_STORE, STORE_STAGE, Uop, stage_of)
+from dcoc.vta.config import LOOP_ITER_BITS, HWConfig
+from dcoc.vta.isa import (
+    ALU_ADD,
+    ALU_MAX,
+    ALU_MIN,
+    ALU_SHR,
+    COMPUTE_STAGE,
+    LOAD_STAGE,
+    MEM_INP,
+    MEM_OUT,
+    MEM_UOP,
+    MEM_WGT,
+    OP_LOAD,
+    OP_STORE,
+    STORE_STAGE,
+    AluInsn,
+    FinishInsn,
+    GemmInsn,
+    MemInsn,
+    Uop,
+    stage_of,
+)
 
 __all__ = ["PlanError", "UopKernel", "UopCache", "InsnStream", "fold_gemm_loops",
            "flatten_alu_loops", "alu_kernel"]

@@ -26,8 +26,8 @@ class VTATarget(Target):
     shrink_order = ("tile_h", "tile_co", "tile_w", "tile_b", "tile_ci")
 
     def __init__(self):
-        from dcoc.vta.spaces import HW_KNOBS
         from dcoc.vta import BOARDS
+        from dcoc.vta.spaces import HW_KNOBS
 
         self.boards = BOARDS
         self.hw_knobs = HW_KNOBS
@@ -251,9 +251,8 @@ class VTATarget(Target):
 def parse_workload(spec: str):
     """A workload from a CLI spec: ``C2`` (ResNet-18 layer), ``conv:H,W,CI,CO,K,S,P`` or
     ``dense:N,K,M`` (rows, in features, out features)."""
-    from dcoc.errors import DcocError
-
     import dcoc.vta as vta
+    from dcoc.errors import DcocError
     from dcoc.vta.catalogue import RESNET18_CONV, resnet18_layer
 
     s = spec.strip()

@@ -137,7 +137,8 @@ def count_lines(path) -> int:
 
 def start_and_signal(args, records_path, min_lines: int, sig, timeout: float = 120.0):
     """Start ``dcoc ARGS`` in its own session, wait until ``records_path`` holds ``min_lines``
-    complete lines, send ``sig`` (or SIGINT to the process group for ``"group-SIGINT"``); returns (CompletedProcess-like tuple (rc, stdout, stderr), lines at signal).
+    complete lines, send ``sig`` (or SIGINT to the process group for ``"group-SIGINT"``);
+    returns (CompletedProcess-like tuple (rc, stdout, stderr), lines at signal).
 
     Returns lines_at_signal = None when the run finished before the records got there.
     """

@@ -12,14 +12,24 @@ import os
 import signal
 
 import pytest
+from api_util import (
+    ISSUE5_KEYS,
+    assert_history,
+    count_lines,
+    default_latency_ms,
+    duplicates,
+    hw_fields,
+    model_latency_ms,
+    read_records,
+    run_cli,
+    shared_run,
+    start_and_signal,
+    vta_layers,
+)
 
 import dcoc
 from dcoc.cli import build_parser
 from dcoc.vta import HWConfig, get_board
-
-from api_util import (ISSUE5_KEYS, assert_history, count_lines, default_latency_ms,
-                      duplicates, hw_fields, model_latency_ms, read_records, run_cli, shared_run,
-                      start_and_signal, vta_layers)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -286,8 +296,8 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_exits_130(monkeypatch, capsys):
 
 # ========================================================================== tune-task
 def test_tune_task_command_and_resume(tmp_path):
-    from dcoc.vta.catalogue import resnet18_layer
     from dcoc.vta import simulate
+    from dcoc.vta.catalogue import resnet18_layer
 
     rec = tmp_path / "c2.jsonl"
     args = ["tune-task", "C2", "--tuner", "xgb", "--trials", "30", "--records", str(rec)]

@@ -5,13 +5,12 @@ import json
 import os
 
 import pytest
+from api_util import model_latency_ms, read_records, run_cli
 
 import dcoc
 from dcoc.errors import DcocError
 from dcoc.results.pareto import RESOURCE_KEYS, complete_points, dominates, pareto_front
 from dcoc.vta import HWConfig, get_board
-
-from api_util import model_latency_ms, read_records, run_cli
 
 os.environ.setdefault("DCOC_QUIET", "1")
 

@@ -9,18 +9,16 @@ import math
 import os
 
 import pytest
+from api_util import TUNERS, duplicates, read_records, truncate_records
 
 import dcoc
 from dcoc.errors import ConfigError, DcocError
 from dcoc.results.result import TaskResult
 from dcoc.search.measure import Measurer
-from dcoc.vta import VTASimMeasurer
+from dcoc.vta import HWConfig, VTASimMeasurer, simulate
 from dcoc.vta.catalogue import resnet18_layer
 from dcoc.vta.spaces import sw_space, workload_key
 from dcoc.vta.target import parse_workload
-from dcoc.vta import HWConfig, simulate
-
-from api_util import TUNERS, duplicates, read_records, truncate_records
 
 PYNQ = HWConfig.preset("pynq")
 C11 = resnet18_layer("C11")           # 7x7, 512 -> 512, 3x3: 576 schedules on pynq
@@ -135,6 +133,7 @@ def test_tune_task_other_hardware_and_task_objects(tmp_path):
     check_task_result(r, resnet18_layer("C9"), hw, "xgb", 20, 0)
     # a frontend Task (dense) and a dict config name
     from api_util import vta_layers
+
     from tvm_plugin.frontend import model_tasks
 
     task = next(t for t in model_tasks("resnet18", "vta") if t.kind == "dense")

@@ -14,15 +14,24 @@ import json
 import os
 
 import pytest
+from api_util import (
+    ISSUE5_KEYS,
+    TUNERS,
+    assert_history,
+    default_latency_ms,
+    duplicates,
+    hw_fields,
+    model_latency_ms,
+    read_records,
+    shared_run,
+    truncate_records,
+    vta_layers,
+)
 
 import dcoc
 from dcoc.errors import ConfigError, DcocError
 from dcoc.results.result import TuneResult
 from dcoc.vta import HWConfig, get_board
-
-from api_util import (ISSUE5_KEYS, TUNERS, assert_history,
-                      default_latency_ms, duplicates, hw_fields, model_latency_ms, read_records,
-                      shared_run, truncate_records, vta_layers)
 
 os.environ.setdefault("DCOC_QUIET", "1")
 

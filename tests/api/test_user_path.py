@@ -12,8 +12,8 @@ import os
 import time
 
 import pytest
-
 from api_util import run_cli
+
 from dcoc.cli import main
 
 UNSCHEDULABLE = ["1x16x16_i8w8a32_15_15_11_17", "1x16x16_i8w8a32_8_8_8_8"]
@@ -53,8 +53,7 @@ def test_software_tuning_stops_when_a_layer_has_no_valid_schedule(tuner):
     exhausted, no best result) used to keep priority inf forever: 100% CPU, no end."""
     from dcoc import codesign as cd
     from dcoc.api import _hw
-    from dcoc.vta import VTASimMeasurer
-    from dcoc.vta import Conv2DWorkload
+    from dcoc.vta import Conv2DWorkload, VTASimMeasurer
 
     hw = _hw(UNSCHEDULABLE[0], "pynq")
     layers = [cd.Layer("c3", Conv2DWorkload(1, 56, 56, 64, 64, (3, 3), (1, 1), (1, 1)), 1, "conv2d"),

@@ -7,13 +7,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from systolic_helpers import BOARD, SYS, Counting, small_config, systolic_layers
 
 from dcoc import codesign as cd
 from dcoc.errors import DcocError
 from dcoc.search import Records, Space
 from dcoc.targets.systolic import SystolicConfig
-
-from systolic_helpers import BOARD, SYS, Counting, small_config, systolic_layers
 
 
 def _session(budget=60, tuner="t", records=None, resume=True, m=None):

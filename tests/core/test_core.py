@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dcoc.errors import DcocError
 from dcoc.method.config import with_fields
 from dcoc.method.core import DCOCConfig, DCOCCore, Problem
-from dcoc.errors import DcocError
 from dcoc.search import FunctionMeasurer, Knob, Space, TuningTask
 from dcoc.seeding import child_seed
 from dcoc.tuners import create, names

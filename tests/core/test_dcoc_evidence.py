@@ -12,11 +12,16 @@ import numpy as np
 import pytest
 import torch
 
-from dcoc.method.mappo import MAPPOConfig
 from dcoc.method.core import DCOCConfig
+from dcoc.method.mappo import MAPPOConfig
 from dcoc.search.measure import FunctionMeasurer
-from dcoc.search.synthetic import (INTERACTING_OPTIMUM, interacting_cost, interacting_task,
-                                   synthetic_cost, synthetic_task)
+from dcoc.search.synthetic import (
+    INTERACTING_OPTIMUM,
+    interacting_cost,
+    interacting_task,
+    synthetic_cost,
+    synthetic_task,
+)
 from dcoc.tuners import create
 
 

@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 import pytest
+from systolic_helpers import BOARD, SYS, Counting, small_config, systolic_layers
 
 from dcoc import codesign as cd
 from dcoc.codesign.prior import LAYERS_FILE, Prior, as_prior, write_layers
@@ -16,8 +17,6 @@ from dcoc.errors import DcocError
 from dcoc.search import Records
 from dcoc.targets import Layer, get
 from dcoc.targets.systolic import GemmWorkload
-
-from systolic_helpers import BOARD, SYS, Counting, small_config, systolic_layers
 
 
 def _source_layers():  # another "model": different workloads
@@ -151,8 +150,7 @@ def test_cli_warm_start_errors_exit_2(tmp_path, capfd):
 
 # ------------------------------------------------------------------ VTA records without layers.json
 def test_vta_records_without_layers_file_resolve_workload_and_padding(tmp_path):
-    from dcoc.vta import VTASimMeasurer
-    from dcoc.vta import Conv2DWorkload, HWConfig
+    from dcoc.vta import Conv2DWorkload, HWConfig, VTASimMeasurer
 
     vta = get("vta")
     wl = Conv2DWorkload(batch=1, height=14, width=14, in_channels=64, out_channels=64, kernel=(3, 3),

@@ -6,13 +6,12 @@ import subprocess
 import sys
 
 import pytest
+from frontend_util import run_cli
 
 import dcoc_models
 from dcoc.cli import main
 from dcoc.cli.common import parse_input_shape, parse_input_shapes
 from dcoc.errors import ModelError
-
-from frontend_util import run_cli
 
 ALL_MODELS = dcoc_models.zoo_names() + dcoc_models.light_names()
 #: the llvm sweep in the default suite; the rest (VGG-16/19, AlexNet, ZFNet: large fc

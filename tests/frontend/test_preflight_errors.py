@@ -3,11 +3,10 @@ one stderr line and no traceback."""
 from __future__ import annotations
 
 import pytest
+from frontend_util import run_cli
 
 from dcoc.cli import main
 from dcoc.errors import DcocError, ModelError, TargetError
-
-from frontend_util import run_cli
 
 # (bad_models key or literal argument, extra CLI args, exception type, message fragments)
 CASES = {

@@ -204,8 +204,8 @@ def test_cuda_target_extracts_without_gpu():
 
 def test_load_model_api_and_lowering():
     import tvm
-    from tvm_plugin.frontend import (extract_tasks, load, load_model, lower_for_tuning,
-                                     resolve_target)
+
+    from tvm_plugin.frontend import extract_tasks, load, load_model, lower_for_tuning, resolve_target
 
     mod = load_model(dcoc_models.get("transformer"))
     assert isinstance(mod, tvm.IRModule)
@@ -222,6 +222,7 @@ def test_load_model_api_and_lowering():
 
 def test_resolve_target_forms():
     import tvm
+
     from tvm_plugin.frontend import resolve_target
 
     assert resolve_target("vta").is_vta and resolve_target("VTA").tvm is None

@@ -27,8 +27,8 @@ def _ort(model_path, feeds):
 
 @pytest.mark.parametrize("case", ["test_Conv2d", "test_Conv2d_strided"])
 def test_tuned_model_matches_untuned_and_onnxruntime(case, tmp_path):
-    from tvm_plugin.metaschedule.build import compile_model, make_model_runner
     from tvm_plugin.frontend import load, resolve_target
+    from tvm_plugin.metaschedule.build import compile_model, make_model_runner
     from tvm_plugin.metaschedule.tuning import tune_model
 
     d = os.path.join(DATA, case)
@@ -61,7 +61,6 @@ def test_tuned_model_matches_untuned_and_onnxruntime(case, tmp_path):
 
 def test_compile_model_refuses_fused_module(conv_model, llvm):
     from dcoc.errors import DcocError
-
     from tvm_plugin.metaschedule.build import compile_model
 
     with pytest.raises(DcocError, match="unfused"):
@@ -73,7 +72,6 @@ def test_resnet18_tuned_matches_onnxruntime(tmp_path):
     """ResNet-18 (zoo, deterministic weights): every task tuned a little, compiled, and
     compared with ONNX Runtime (same tolerance; ~2-4 min on 2 cores)."""
     import dcoc_models
-
     from tvm_plugin.frontend import load
     from tvm_plugin.metaschedule.tuning import tune_model
 

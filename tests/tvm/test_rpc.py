@@ -103,9 +103,10 @@ def vta_task():
 
 
 def test_codec_roundtrip(vta_task):
+    import json
+
     import dcoc.vta as vta
     from tvm_plugin.rpc import decode_request, encode_request, simulate_json
-    import json
 
     wl, hw = vta_task.payload["workload"], vta_task.payload["hw"]
     knobs = vta.default_knobs(wl, hw)
@@ -124,7 +125,6 @@ def test_sim_servers_fan_out_and_survive_a_kill(cluster, vta_task):
     from dcoc.search import measure_option
     from dcoc.search.measure import MeasureErrorNo
     from dcoc.vta.spaces import simulate_config
-
     from tvm_plugin.rpc import RPCSimMeasurer
 
     key = f"vta-sim-{uuid.uuid4().hex[:6]}"
@@ -190,9 +190,9 @@ def test_metaschedule_rpc_runner(cluster, conv_task, builder, tmp_path):
     database; killing one server mid-run leaves tuning to the other."""
     from tvm.s_tir import meta_schedule as ms
 
+    from tests.tvm.conftest import count_records, tune_context
     from tvm_plugin.metaschedule.build import make_runner
     from tvm_plugin.metaschedule.strategy import TunerStrategy
-    from tests.tvm.conftest import count_records, tune_context
 
     key = f"cpu-{uuid.uuid4().hex[:6]}"
     servers = [cluster.tvm_server(key), cluster.tvm_server(key)]

@@ -140,8 +140,8 @@ def test_dcoc_strategy_tune_relax_and_resume(conv_model, llvm, builder, runner, 
 @pytest.mark.parametrize("tuner", ["random", "surrogate", "dcoc"])
 def test_same_seed_same_first_batch(conv_task, tuner):
     """Before any measurement a tuner's proposals depend only on the seed."""
-    from tvm_plugin.metaschedule.trace_space import schedule_hash
     from tvm_plugin.metaschedule.strategy import TunerStrategy
+    from tvm_plugin.metaschedule.trace_space import schedule_hash
 
     def first_batch(seed):
         strat = TunerStrategy(tuner=tuner, seed=seed)

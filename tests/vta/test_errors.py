@@ -4,9 +4,17 @@ import numpy as np
 import pytest
 
 from dcoc.errors import ConfigError, DcocError, KnobError
-from dcoc.vta import (Conv2DWorkload, DenseWorkload, Epilogue, HWConfig, SimulationError,
-                      WorkloadError, compile_schedule, simulate)
-from dcoc.vta import isa
+from dcoc.vta import (
+    Conv2DWorkload,
+    DenseWorkload,
+    Epilogue,
+    HWConfig,
+    SimulationError,
+    WorkloadError,
+    compile_schedule,
+    isa,
+    simulate,
+)
 from dcoc.vta.compiler import DramLayout, Program
 from dcoc.vta.simulator import run_program
 
@@ -292,7 +300,8 @@ def test_missing_dependency_is_a_race():
 
 
 # ----------------------------------------------------------------------------- fuzz
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 _knob_values = st.one_of(st.integers(-3, 70), st.floats(allow_nan=True), st.text(max_size=3),
                          st.none(), st.booleans(), st.lists(st.integers(), max_size=2))

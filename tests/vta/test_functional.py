@@ -1,10 +1,10 @@
 """Bit-exact functional results vs a plain numpy reference (hypothesis, 3 configs, threads)."""
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
-from dcoc.vta import (Conv2DWorkload, DenseWorkload, Epilogue, HWConfig, conv2d_space,
-                      dense_space, simulate)
+from dcoc.vta import Conv2DWorkload, DenseWorkload, Epilogue, HWConfig, conv2d_space, dense_space, simulate
 from dcoc.vta.reference import apply_epilogue, reference_conv2d, reference_dense
 
 CONFIGS = {"1x16x16": HWConfig.preset("pynq"), "4x8x8": HWConfig.preset("pynq_4x8"),

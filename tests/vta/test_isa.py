@@ -1,9 +1,9 @@
 """128-bit instruction / 32-bit micro-op encoding: layout, round trips, range errors."""
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from dcoc.vta import HWConfig, IsaError
-from dcoc.vta import isa
+from dcoc.vta import HWConfig, IsaError, isa
 from dcoc.vta.layer import compile_schedule
 from dcoc.vta.workloads import Conv2DWorkload
 

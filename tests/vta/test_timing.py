@@ -4,18 +4,26 @@ import random
 
 import pytest
 
-from dcoc.vta import (Conv2DWorkload, DenseWorkload, Epilogue, HWConfig, TimingParams,
-                      conv2d_space, dense_space, simulate)
+from dcoc.vta import (
+    Conv2DWorkload,
+    DenseWorkload,
+    Epilogue,
+    HWConfig,
+    TimingParams,
+    conv2d_space,
+    dense_space,
+    simulate,
+)
 
 PYNQ = HWConfig.preset("pynq")
 
 #: vta-reference "Calibration data" (TopHub vta_v0.10.log, pynq 1x16, 100 MHz)
 CALIBRATION = [
-    ("C2", Conv2DWorkload(1, 56, 56, 64, 64, 3, 1, 1), dict(tile_h=8, tile_w=56, tile_ci=1, tile_co=2, oc_nthread=2, h_nthread=1), 5.699),
-    ("C3", Conv2DWorkload(1, 56, 56, 64, 128, 3, 2, 1), dict(tile_h=7, tile_w=28, tile_ci=1, tile_co=4, oc_nthread=2, h_nthread=1), 2.966),
-    ("C4", Conv2DWorkload(1, 56, 56, 64, 128, 1, 2, 0), dict(tile_h=7, tile_w=28, tile_ci=1, tile_co=4, oc_nthread=1, h_nthread=2), 1.349),
-    ("C5", Conv2DWorkload(1, 28, 28, 128, 128, 3, 1, 1), dict(tile_h=14, tile_w=28, tile_ci=1, tile_co=2, oc_nthread=1, h_nthread=2), 5.183),
-    ("C6", Conv2DWorkload(1, 28, 28, 128, 256, 3, 2, 1), dict(tile_h=14, tile_w=14, tile_ci=1, tile_co=4, oc_nthread=2, h_nthread=1), 2.669),
+    ("C2", Conv2DWorkload(1, 56, 56, 64, 64, 3, 1, 1), dict(tile_h=8, tile_w=56, tile_ci=1, tile_co=2, oc_nthread=2, h_nthread=1), 5.699),  # noqa: E501
+    ("C3", Conv2DWorkload(1, 56, 56, 64, 128, 3, 2, 1), dict(tile_h=7, tile_w=28, tile_ci=1, tile_co=4, oc_nthread=2, h_nthread=1), 2.966),  # noqa: E501
+    ("C4", Conv2DWorkload(1, 56, 56, 64, 128, 1, 2, 0), dict(tile_h=7, tile_w=28, tile_ci=1, tile_co=4, oc_nthread=1, h_nthread=2), 1.349),  # noqa: E501
+    ("C5", Conv2DWorkload(1, 28, 28, 128, 128, 3, 1, 1), dict(tile_h=14, tile_w=28, tile_ci=1, tile_co=2, oc_nthread=1, h_nthread=2), 5.183),  # noqa: E501
+    ("C6", Conv2DWorkload(1, 28, 28, 128, 256, 3, 2, 1), dict(tile_h=14, tile_w=14, tile_ci=1, tile_co=4, oc_nthread=2, h_nthread=1), 2.669),  # noqa: E501
 ]
 
 

@@ -2,8 +2,18 @@
 import pytest
 
 from dcoc.tasks import Task
-from dcoc.vta import (Conv2DWorkload, DenseWorkload, HWConfig, WorkloadError, conv2d_space,
-                      default_knobs, dense_space, simulate, space_size, workload_from_task)
+from dcoc.vta import (
+    Conv2DWorkload,
+    DenseWorkload,
+    HWConfig,
+    WorkloadError,
+    conv2d_space,
+    default_knobs,
+    dense_space,
+    simulate,
+    space_size,
+    workload_from_task,
+)
 
 PYNQ = HWConfig.preset("pynq")
 

@@ -42,9 +42,9 @@ from tvm_plugin.frontend.classify import classify_primfunc  # noqa: F401
 from tvm_plugin.frontend.extract import extract_tasks
 from tvm_plugin.frontend.loading import Model, load, load_model, model_tasks
 from tvm_plugin.frontend.lowering import _is_lowered, lower_for_tuning  # noqa: F401
+from tvm_plugin.frontend.naming import task_name
 from tvm_plugin.frontend.preflight import preflight, unsupported_ops
 from tvm_plugin.frontend.targets import TargetSpec, resolve_target
-from tvm_plugin.frontend.naming import task_name
 
 __all__ = [
     "Model", "TargetSpec", "load", "load_model", "lower_for_tuning", "extract_tasks",

@@ -12,8 +12,7 @@ import numpy as np
 
 from dcoc.tasks import Task, TaskList
 from tvm_plugin.frontend.common import _CALL_OPS, _is_tensor, _static_shape
-from tvm_plugin.frontend.naming import (_conv_kind, _conv_macs, _conv_workload, _mm_macs,
-                                           _uniquify, task_name)
+from tvm_plugin.frontend.naming import _conv_kind, _conv_macs, _conv_workload, _mm_macs, _uniquify, task_name
 
 
 @dataclass

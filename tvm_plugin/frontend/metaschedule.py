@@ -6,8 +6,8 @@ from dcoc.errors import ModelError
 from dcoc.tasks import Task, TaskList
 from tvm_plugin.frontend.classify import classify_primfunc
 from tvm_plugin.frontend.common import _first_line, _quiet_native_stderr
-from tvm_plugin.frontend.targets import TargetSpec
 from tvm_plugin.frontend.naming import _uniquify, task_name
+from tvm_plugin.frontend.targets import TargetSpec
 
 
 def _ms_tasks(fused, spec: TargetSpec, name: str = "") -> TaskList:

@@ -71,20 +71,19 @@ import math
 import time
 from typing import Any, Sequence
 
-from dcoc.search.measure import MeasureErrorNo, MeasureInput, MeasureResult, Measurer
+from tvm.ir.utils import derived_object  # noqa: E402 - tvm_plugin is the tvm side
+from tvm.s_tir.meta_schedule.arg_info import ArgInfo
+from tvm.s_tir.meta_schedule.search_strategy import MeasureCandidate, PySearchStrategy
+
+from dcoc.search.measure import MeasureErrorNo, MeasureInput, Measurer, MeasureResult
 from dcoc.search.msdb import FAILED_SECS
 from dcoc.search.space import Space
 from dcoc.search.tuning_task import TuningTask
 from dcoc.seeding import child_seed
 from dcoc.tuners import DEFAULT as DEFAULT_TUNER
+from tvm_plugin.metaschedule.build import preload_tensor_intrin
 from tvm_plugin.metaschedule.program import ProgramConfig
 from tvm_plugin.metaschedule.trace_space import TraceSpace, schedule_hash
-
-from tvm.ir.utils import derived_object  # noqa: E402 - tvm_plugin is the tvm side
-from tvm.s_tir.meta_schedule.arg_info import ArgInfo
-from tvm.s_tir.meta_schedule.search_strategy import MeasureCandidate, PySearchStrategy
-
-from tvm_plugin.metaschedule.build import preload_tensor_intrin
 
 # every TuneContext imports tvm.s_tir.tensor_intrin; do it the fast way first
 preload_tensor_intrin()

@@ -68,8 +68,9 @@ def make_strategy(tuner: str = DEFAULT_TUNER, seed: int = 0,
                   tuner_kwargs: Mapping | None = None, population: int = 128):
     """The MetaSchedule strategy for a ``tuner`` name, and the cost model it wants.
 
-    dcoc tuners (names or specs) -> (TunerStrategy, ``"random"``: the tuner owns its model).  ``"evolutionary"`` -> (EvolutionarySearch(population_size=population),
-    ``"xgb"``).  ``"replay-trace"`` -> (ReplayTrace, ``"random"``).
+    dcoc tuners (names or specs) -> (TunerStrategy, ``"random"``: the tuner owns its model).
+    ``"evolutionary"`` -> (EvolutionarySearch(population_size=population), ``"xgb"``).
+    ``"replay-trace"`` -> (ReplayTrace, ``"random"``).
     """
     from tvm.s_tir import meta_schedule as ms
 
@@ -361,9 +362,15 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
                 timeout_sec, latency_repeat, keep_untuned_if_faster, verbose, t_start):
     from tvm.s_tir import meta_schedule as ms
 
-    from tvm_plugin.metaschedule.build import (close_builder, compile_model, make_builder,
-                                  make_model_runner, make_runner, measure_latency,
-                                  random_inputs)
+    from tvm_plugin.metaschedule.build import (
+        close_builder,
+        compile_model,
+        make_builder,
+        make_model_runner,
+        make_runner,
+        measure_latency,
+        random_inputs,
+    )
 
     ms_tasks = [t.ms_task for t in tasks]
     names = {t.ms_task.task_name: t.name for t in tasks}
