@@ -229,7 +229,7 @@ def budget_compare(res: dict, budgets, reference: str = REFERENCE) -> dict:
 
 
 def render_budgets(res: dict, md: bool = False) -> str:
-    from dcoc.cli.common import render_table
+    from dcoc.cli.options import render_table
     from dcoc.stats import fmt_p
 
     bc = res["budget_compare"]
@@ -470,7 +470,7 @@ def render_compare(rows: list[dict], reference: str = REFERENCE, md: bool = Fals
         out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
         out += ["| " + " | ".join(str(c) for c in b) + " |" for b in body]
         return "\n".join(out)
-    from dcoc.cli.common import render_table
+    from dcoc.cli.options import render_table
 
     return render_table(headers, body, right={1})
 
@@ -494,7 +494,7 @@ def summarize(res: dict) -> list[dict]:
 
 
 def render(res: dict) -> str:
-    from dcoc.cli.common import render_table
+    from dcoc.cli.options import render_table
 
     rows = summarize(res)
     out = ["Every (model, board, seed) run: median [IQR] and paired Wilcoxon vs " + REFERENCE,

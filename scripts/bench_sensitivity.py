@@ -1,6 +1,6 @@
 """Sensitivity of the co-design conclusions to the resource and clock estimates.
 
-The LUT counts and the achievable clock of :mod:`dcoc.vta.config` are estimates (no
+The LUT counts and the achievable clock of :mod:`dcoc.vta.hardware` are estimates (no
 published VTA utilisation or timing report exists; ``RESOURCE_SOURCES`` states each
 one's source and uncertainty).  This benchmark asks how much the co-design answer depends
 on them: for every board it runs a cheap, deterministic co-design -- a sweep over hardware
@@ -107,7 +107,7 @@ def scenario_configs(board, lut: float, clock: float, cands, clock_other: float 
     """(feasible HWConfig names under the scenario, the board default's name)."""
     from dcoc.errors import DcocError
     from dcoc.vta import HWConfig
-    from dcoc.vta.config import estimate_scale
+    from dcoc.vta.hardware import estimate_scale
 
     names, fields = [], {}
     with estimate_scale(lut=lut, clock=clock, clock_other=clock_other):

@@ -248,7 +248,7 @@ def render_compare(rows: list[dict], budget: int, reference: str = REFERENCE, md
         out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
         out += ["| " + " | ".join(str(c) for c in b) + " |" for b in body]
         return "\n".join(out)
-    from dcoc.cli.common import render_table
+    from dcoc.cli.options import render_table
 
     return render_table(headers, body, right={1, 2})
 
@@ -300,7 +300,7 @@ def run(layers=None, tuners=None, seeds=(0, 1, 2, 3, 4), budget: int = 1000, hw:
 
 
 def render(res: dict) -> str:
-    from dcoc.cli.common import render_table
+    from dcoc.cli.options import render_table
 
     s = res["summary"]
     layers = res.get("layers") or sorted({k[0] for k in s})

@@ -233,7 +233,7 @@ def compare(res: dict, reference: str = REFERENCE) -> list[dict]:
 
 
 def render(res: dict) -> str:
-    from dcoc.cli.common import render_table
+    from dcoc.cli.options import render_table
     from dcoc.stats import fmt_p
 
     T = res["trials"]

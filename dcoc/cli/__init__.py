@@ -54,7 +54,7 @@ def _load(name: str):
 def _description(mod) -> str:
     text = getattr(mod, "DESCRIPTION", mod.HELP)
     if "{tuners}" in text:
-        from dcoc.cli.common import tuner_table
+        from dcoc.cli.options import tuner_table
 
         text = text.replace("{tuners}", tuner_table())
     return text

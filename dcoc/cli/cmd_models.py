@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 
-from dcoc.cli.common import Output, add_output_arguments, fmt_count, render_table
+from dcoc.cli.options import Output, add_output_arguments, fmt_count, render_table
 
 NAME = "models"
 HELP = "list the bundled models (zoo + onnx light_* models) with parameters and MACs"

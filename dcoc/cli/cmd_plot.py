@@ -1,7 +1,7 @@
 """``dcoc plot``: tuning-curve PNGs from a run directory or records file."""
 from __future__ import annotations
 
-from dcoc.cli.common import Output, add_output_arguments
+from dcoc.cli.options import Output, add_output_arguments
 
 NAME = "plot"
 HELP = "write tuning-curve PNGs for a `dcoc tune` work dir or a records file"

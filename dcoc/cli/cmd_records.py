@@ -1,7 +1,7 @@
 """``dcoc records``: inspect and merge tuning records."""
 from __future__ import annotations
 
-from dcoc.cli.common import Output, add_output_arguments
+from dcoc.cli.options import Output, add_output_arguments
 
 NAME = "records"
 HELP = "summarize (best per task and hardware) or merge JSONL tuning records"
@@ -53,7 +53,7 @@ def load_any(path: str):
 
 
 def run(args) -> int:
-    from dcoc.cli.common import render_table
+    from dcoc.cli.options import render_table
     from dcoc.errors import DcocError
     from dcoc.search.records import Records
 

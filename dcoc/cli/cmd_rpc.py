@@ -1,7 +1,7 @@
 """``dcoc rpc``: the VTA simulator as an RPC server, and a tracker's status."""
 from __future__ import annotations
 
-from dcoc.cli.common import Output, add_output_arguments
+from dcoc.cli.options import Output, add_output_arguments
 from tvm_plugin.rpc import DEFAULT_KEY, add_serve_arguments, check_tracker
 
 NAME = "rpc"

@@ -5,7 +5,7 @@ import json
 import sys
 import warnings
 
-from dcoc.cli.common import add_model_arguments, parse_input_shapes
+from dcoc.cli.options import add_model_arguments, parse_input_shapes
 
 NAME = "run"
 HELP = "run a model quantized to int8 on the (tuned) VTA simulator, bit-exact vs an integer reference"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from dcoc.cli.common import Output, add_model_arguments, add_output_arguments, parse_input_shapes
+from dcoc.cli.options import Output, add_model_arguments, add_output_arguments, parse_input_shapes
 from dcoc.errors import ConfigError
 
 NAME = "simulate"
@@ -44,7 +44,7 @@ def add_arguments(parser) -> None:
 
 def resolve_hw(board_name: str, hw_text: str | None):
     """(Board, HWConfig) for the command-line flags; ConfigError on bad input."""
-    from dcoc.vta.config import HWConfig, get_board
+    from dcoc.vta.hardware import HWConfig, get_board
 
     board = get_board(board_name)
     hw = HWConfig.parse(hw_text, board=board.name) if hw_text else \

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from dcoc.cli.common import (
+from dcoc.cli.options import (
     Output,
     add_model_arguments,
     add_output_arguments,

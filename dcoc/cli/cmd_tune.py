@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from dcoc.cli.common import (
+from dcoc.cli.options import (
     Output,
     add_model_arguments,
     add_output_arguments,
@@ -52,7 +52,7 @@ examples:
 def add_arguments(parser) -> None:
     add_model_arguments(parser)
     add_target_argument(parser)
-    from dcoc.cli.common import add_tuner_argument
+    from dcoc.cli.options import add_tuner_argument
     from dcoc.targets import available, get
 
     boards = list(dict.fromkeys(b for t in available() for b in get(t).boards))

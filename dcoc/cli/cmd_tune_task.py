@@ -1,7 +1,7 @@
 """``dcoc tune-task``: tune one VTA workload's schedule with one tuner."""
 from __future__ import annotations
 
-from dcoc.cli.common import Output, add_output_arguments
+from dcoc.cli.options import Output, add_output_arguments
 
 NAME = "tune-task"
 HELP = "tune one accelerator layer's schedule (e.g. ResNet-18's C2 on VTA) with one tuner"
@@ -23,7 +23,7 @@ examples:
 
 def add_arguments(parser) -> None:
     parser.add_argument("workload", metavar="WORKLOAD", help="C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
-    from dcoc.cli.common import add_tuner_argument
+    from dcoc.cli.options import add_tuner_argument
     from dcoc.targets import DEFAULT_TARGET, available
 
     parser.add_argument("--target", default=DEFAULT_TARGET, choices=available(),
@@ -47,7 +47,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from dcoc.api import tune_task
-    from dcoc.cli.common import render_table
+    from dcoc.cli.options import render_table
     from dcoc.errors import DcocError
     from dcoc.results.plots import ascii_curve
     from dcoc.targets import get as get_target

@@ -24,7 +24,7 @@ from dcoc.codesign.problem import CoDesignProblem
 from dcoc.codesign.session import Session
 from dcoc.codesign.software import SoftwareTuning, default_jobs, default_schedules, tune_software
 from dcoc.method.config import CoDesignConfig, DCOCConfig
-from dcoc.targets.target import Layer
+from dcoc.targets.base import Layer
 
 BASELINE_MODES = ("joint", "nested")
 

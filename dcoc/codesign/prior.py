@@ -171,7 +171,7 @@ def write_layers(path: str, layers) -> None:
 
 def read_layers(path: str, tg) -> dict:
     """``{records key: Layer}`` from a ``layers.json`` ({} if there is none)."""
-    from dcoc.targets.target import Layer
+    from dcoc.targets.base import Layer
 
     if not os.path.isfile(path):
         return {}

@@ -1,4 +1,4 @@
-"""Hardware targets: one :class:`~dcoc.targets.target.Target` per accelerator template.
+"""Hardware targets: one :class:`~dcoc.targets.base.Target` per accelerator template.
 
 ``available()`` lists the registered names; ``get(name)`` returns the (cached) target
 object.  Registered here, imported lazily:
@@ -11,7 +11,7 @@ Adding a target = one module with a :class:`Target` subclass + one line in
 """
 from __future__ import annotations
 
+from dcoc.targets.base import Layer, Target
 from dcoc.targets.registry import DEFAULT_TARGET, REGISTRY, available, boards, get, is_accelerator
-from dcoc.targets.target import Layer, Target
 
 __all__ = ["DEFAULT_TARGET", "Layer", "REGISTRY", "Target", "available", "boards", "get", "is_accelerator"]

@@ -1,4 +1,4 @@
-"""The target registry: names -> :class:`~dcoc.targets.target.Target` objects (imported lazily)."""
+"""The target registry: names -> :class:`~dcoc.targets.base.Target` objects (imported lazily)."""
 from __future__ import annotations
 
 import importlib
@@ -22,7 +22,7 @@ def available() -> list[str]:
     return list(REGISTRY)
 
 
-def get(name=None) -> "Target":  # noqa: F821 - dcoc.targets.target.Target (not imported here)
+def get(name=None) -> "Target":  # noqa: F821 - dcoc.targets.base.Target (not imported here)
     """The target called ``name`` (default :data:`DEFAULT_TARGET`); a Target instance is returned as is."""
     if _is_target(name):
         return name

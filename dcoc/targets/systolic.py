@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from dcoc.errors import ConfigError, DcocError
 from dcoc.search.space import Knob, Space
-from dcoc.targets.target import Layer, Target
+from dcoc.targets.base import Layer, Target
 
 # ------------------------------------------------------------------ constants
 BRAM_BYTES = 4608            # one 36 Kb block RAM

@@ -13,7 +13,7 @@ TVM 0.27 has no VTA, so dcoc ships its own model of it (see ``docs/vta.md``)::
 Nothing here imports tvm.
 """
 from dcoc.errors import ConfigError, IsaError, KnobError, SimulationError, WorkloadError
-from dcoc.vta.config import BOARDS, PRESETS, Board, HWConfig, get_board
+from dcoc.vta.hardware import BOARDS, PRESETS, Board, HWConfig, get_board
 from dcoc.vta.layer import compile_schedule, default_knobs, simulate
 from dcoc.vta.simulator import DEFAULT_TIMING, SimResult, TimingParams
 from dcoc.vta.workloads import (

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dcoc.vta import isa
-from dcoc.vta.config import HWConfig
+from dcoc.vta.hardware import HWConfig
 from dcoc.vta.isa import COMPUTE_STAGE, LOAD_STAGE, MEM_ACC, MEM_INP, MEM_WGT, STORE_STAGE
 from dcoc.vta.stream import (
     _MAX_ITER,

@@ -9,7 +9,7 @@ import numpy as np
 
 from dcoc.errors import ConfigError, KnobError, WorkloadError
 from dcoc.vta.compiler import PlanError, compile_program, make_plan
-from dcoc.vta.config import HWConfig
+from dcoc.vta.hardware import HWConfig
 from dcoc.vta.simulator import DEFAULT_TIMING, SimResult, TimingParams, check_data, finish_result, run_program
 from dcoc.vta.workloads import DEFAULT_EPILOGUE, Conv2DWorkload, DenseWorkload, Epilogue, space_for
 

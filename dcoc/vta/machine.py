@@ -10,7 +10,7 @@ import numpy as np
 
 from dcoc.errors import SimulationError
 from dcoc.vta import isa
-from dcoc.vta.config import HWConfig
+from dcoc.vta.hardware import HWConfig
 from dcoc.vta.isa import (
     ALU_ADD,
     ALU_MAX,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from dcoc.errors import KnobError, WorkloadError
-from dcoc.vta.config import HWConfig
+from dcoc.vta.hardware import HWConfig
 from dcoc.vta.layer import default_knobs, simulate
 from dcoc.vta.simulator import TimingParams
 from dcoc.vta.workloads import Epilogue, workload_from_task

@@ -44,7 +44,7 @@ import numpy as np
 
 from dcoc.errors import SimulationError, WorkloadError
 from dcoc.vta import isa
-from dcoc.vta.config import HWConfig
+from dcoc.vta.hardware import HWConfig
 from dcoc.vta.isa import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_UOP, MEM_WGT, OP_ALU, OP_FINISH, OP_GEMM, OP_LOAD, OP_STORE
 from dcoc.vta.machine import Machine
 

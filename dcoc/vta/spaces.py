@@ -23,7 +23,7 @@ import numpy as np
 from dcoc.search.measure import FunctionMeasurer
 from dcoc.search.space import Knob, Space
 from dcoc.search.tuning_task import TuningTask
-from dcoc.vta.config import BOARDS, HWConfig
+from dcoc.vta.hardware import BOARDS, HWConfig
 from dcoc.vta.layer import default_knobs, simulate
 from dcoc.vta.workloads import Conv2DWorkload, conv2d_space, dense_space
 
@@ -42,7 +42,7 @@ HW_KNOBS = tuple(HW_RANGES)
 
 def make_hw(values: dict, board) -> "object":
     """HWConfig from hardware-knob values at the board's bus width and the clock the board
-    achieves for that core (:meth:`dcoc.vta.config.Board.clock_mhz`)."""
+    achieves for that core (:meth:`dcoc.vta.hardware.Board.clock_mhz`)."""
     hw = HWConfig(**{k: int(values[k]) for k in HW_KNOBS},
                       freq_mhz=board.freq_mhz, bus_bytes=board.bus_bytes)
     # the achievable clock of this core on the board (tree depth, congestion)

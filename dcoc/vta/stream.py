@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from dcoc.vta.config import LOOP_ITER_BITS, HWConfig
+from dcoc.vta.hardware import LOOP_ITER_BITS, HWConfig
 from dcoc.vta.isa import (
     ALU_ADD,
     ALU_MAX,

@@ -1,4 +1,4 @@
-"""The VTA-style accelerator as a :class:`~dcoc.targets.target.Target`.
+"""The VTA-style accelerator as a :class:`~dcoc.targets.base.Target`.
 
 A thin wrapper over :mod:`dcoc.vta` (hardware model, compiler, simulator, boards) and
 :mod:`dcoc.vta.spaces` (spaces, tasks, features): nothing here re-implements them.
@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from dcoc.errors import ConfigError, DcocError
-from dcoc.targets.target import Layer, Target
+from dcoc.targets.base import Layer, Target
 
 #: software slots of the joint state; dense knobs map onto the conv slots
 SLOTS = ("tile_h", "tile_w", "tile_ci", "tile_co", "oc_nthread", "h_nthread")
@@ -102,7 +102,7 @@ class VTATarget(Target):
         return layer_from_record(row, self)
 
     def budgets(self, board):
-        from dcoc.vta.config import LUT_UTIL_LIMIT
+        from dcoc.vta.hardware import LUT_UTIL_LIMIT
 
         bd = self.board(board)
         return {"bram36": (bd.bram_usable, f"usable BRAM36 ({bd.bram_usable})"),

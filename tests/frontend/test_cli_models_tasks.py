@@ -10,7 +10,7 @@ from frontend_util import run_cli
 
 import dcoc_models
 from dcoc.cli import main
-from dcoc.cli.common import parse_input_shape, parse_input_shapes
+from dcoc.cli.options import parse_input_shape, parse_input_shapes
 from dcoc.errors import ModelError
 
 ALL_MODELS = dcoc_models.zoo_names() + dcoc_models.light_names()

@@ -52,7 +52,7 @@ def _resolve(bad_models, model):
 
 def _library_call(path, extra):
     """What the CLI does, through the library API."""
-    from dcoc.cli.common import parse_input_shapes
+    from dcoc.cli.options import parse_input_shapes
     from tvm_plugin.frontend import model_tasks
 
     shapes, target = None, "vta"

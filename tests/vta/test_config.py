@@ -3,7 +3,7 @@ import pytest
 
 from dcoc.errors import ConfigError
 from dcoc.vta import BOARDS, HWConfig, get_board
-from dcoc.vta.config import PRESETS
+from dcoc.vta.hardware import PRESETS
 
 
 def test_pynq_preset_matches_reference():
