@@ -17,7 +17,7 @@ smaller -- restricted to the search ranges of ``dcoc.vta.spaces.HW_RANGES`` and 
 what fits the board under the scenario's estimates.
 
     python -m scripts.bench_sensitivity                   # ~5-15 min on 2 cores
-    python -m scripts.bench_sensitivity --boards pynq --jobs 2 --out docs/data/sensitivity.md
+    python -m scripts.bench_sensitivity --boards pynq --jobs 2 --out sensitivity.md
 """
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def _work_dir(path, tasks):
 def test_whole_model_p_value_tests_the_log_ratios_not_raw_latencies():
     """Models 100x apart in latency: a raw-latency Wilcoxon ranks the large model's small
     relative loss above the small model's large relative wins; the read-out tests the logs,
-    as its geomean ratio does (and as ms_retime does)."""
+    as its geomean ratio does."""
     from dcoc.stats import fmt_p, paired_test, ratio_test
 
     rows = []

@@ -1,4 +1,4 @@
-"""Every ``python`` and ``bash`` block of README.md and docs/*.md runs (issue 15).
+"""Every ``python`` and ``bash`` block of README.md and docs/*.md runs.
 
 Blocks of one file run in order, in one scratch directory holding ``model.onnx`` (a
 small static conv net with one input named ``input``, 1x3x224x224) and a ``dcoc`` on the

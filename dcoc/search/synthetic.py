@@ -59,7 +59,7 @@ def exhaustive_optimum(task: TuningTask) -> tuple[dict, float]:
 
 
 # ----------------------------------------------------------------------------------
-# A family of large synthetic tasks with interacting knobs (fair-evidence issue).
+# A family of large synthetic tasks with interacting knobs.
 #
 # The small task above has 490 points: any surrogate can score all of them, so it cannot
 # show what a learned proposal policy adds.  ``interacting_task(seed, ...)`` is a family

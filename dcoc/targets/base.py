@@ -240,7 +240,7 @@ class ScheduleHalf:
         """A tighter compute bound: the work padded to ``hw``'s compute tiles, at one tile
         per cycle (>= :meth:`ideal_seconds`).  DCOC's co-design cost model learns the
         efficiency ``bound / measured``, so the padding a core shape forces on a layer
-        is known before that shape is ever measured (docs/method.md §3).  Default: the
+        is known before that shape is ever measured (docs/method.md, "The cost model").  Default: the
         ideal bound."""
         return self.ideal_seconds(layer, hw)
 

@@ -2,7 +2,7 @@
 
 A model-based tuner cannot use its model before it has data, so it starts by measuring
 random configs.  When tuners are compared, the warm-up must be the *same* for all of
-them (fair-evidence issue): otherwise a tuner that acts after 8 random trials is compared
+them: otherwise a tuner that acts after 8 random trials is compared
 against one that acts after 64 and the difference measured is the warm-up, not the
 method.  Every model-based tuner (xgb, rl, chameleon, DCOC and its ablations) therefore
 draws its first ``n`` proposals from :func:`initial_points`, which depends only on the
@@ -10,7 +10,7 @@ task's space, the task's ``workload_key`` and the run seed -- not on the tuner.
 
 ``WARMUP_SIZE`` (8) is the warm-up every model-based tuner uses by default: DCOC's
 ``n_init``, kept for all tuners; xgb's plan size was then chosen with it on the tuning
-set (ResNet-18 C2..C11, ``python -m scripts.bench_sw --set tuning``; docs/method.md §9),
+set (ResNet-18 C2..C11, ``python -m scripts.bench_sw --set tuning``; docs/method.md),
 never on the evaluation set.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ Source: ``python/tvm/autotvm/tuner/xgboost_tuner.py``, ``xgboost_cost_model.py``
   ``plan_size`` measurements (:class:`dcoc.method.costmodel.XGBCostModel`).  AutoTVM uses 64; the
   default here is 8, chosen on the tuning set (ResNet-18 C2, C5, C8, C11 x 3 seeds, 200
   trials: median trials to 99% of the optimum 23 with plan 8, 33 with 16, 50 with 64;
-  docs/data/tuning_xgb_plan_size.txt), never on the evaluation set.
+  docs/method.md, "Tried and not kept"), never on the evaluation set.
 * Warm-up: the shared initial sample of :mod:`dcoc.tuners.warmup` (8 random valid configs,
   the same DCOC and every model-based tuner measure first); ``n_init=None``: AutoTVM's
   ``plan_size`` random trials.

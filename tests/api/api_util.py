@@ -20,8 +20,8 @@ import subprocess
 import sys
 import time
 
-#: the keys issue 5 lists for ``dcoc tune --json OUT`` / ``TuneResult.to_json()``
-ISSUE5_KEYS = {"hardware", "schedules", "latency_ms", "throughput", "baseline_latency_ms",
+#: the keys a user relies on in ``dcoc tune --json OUT`` / ``TuneResult.to_json()``
+RESULT_KEYS = {"hardware", "schedules", "latency_ms", "throughput", "baseline_latency_ms",
                "trials", "tuner", "seed", "history"}
 
 BASELINES = ["random", "grid", "ga", "xgb", "rl", "chameleon"]

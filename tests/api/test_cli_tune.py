@@ -13,7 +13,7 @@ import signal
 
 import pytest
 from api_util import (
-    ISSUE5_KEYS,
+    RESULT_KEYS,
     assert_history,
     count_lines,
     default_latency_ms,
@@ -166,7 +166,7 @@ def test_tune_json_table_plot_records(tmp_path):
         js = json.load(f)
     with open(wd / "result.json") as f:
         assert json.load(f) == js
-    assert ISSUE5_KEYS <= set(js)
+    assert RESULT_KEYS <= set(js)
     hw = HWConfig(**{k: v for k, v in js["hardware"].items() if k != "name"})
     assert set(js["hardware"]) == set(hw_fields(hw)) | {"name"} and js["hardware"]["name"] == hw.name
     assert get_board("pynq").fits(hw)

@@ -15,7 +15,7 @@ import os
 
 import pytest
 from api_util import (
-    ISSUE5_KEYS,
+    RESULT_KEYS,
     TUNERS,
     assert_history,
     default_latency_ms,
@@ -94,7 +94,7 @@ def check_result(res: TuneResult, model: str, trials: int, tuner: str, seed: int
 def check_json(res: TuneResult):
     js = res.to_json()
     text = json.dumps(js)  # plain JSON, no default= needed
-    assert ISSUE5_KEYS <= set(js), ISSUE5_KEYS - set(js)
+    assert RESULT_KEYS <= set(js), RESULT_KEYS - set(js)
     hw = js["hardware"]
     assert set(hw) == set(hw_fields(res.hardware)) | {"name"}, sorted(hw)
     assert hw["name"] == res.hardware.name
@@ -126,7 +126,7 @@ def test_tune_resnet18_result_is_real(tmp_path_factory, tuner):
 
 @pytest.mark.parametrize("tuner", TUNERS)
 def test_no_measurement_is_repeated(tmp_path_factory, tuner):
-    """A run never measures the same (task, hw, knobs) twice (issue 4: every trial counts)."""
+    """A run never measures the same (task, hw, knobs) twice (every trial counts)."""
     res = tuned(tmp_path_factory, tuner)
     assert duplicates(read_records(os.path.join(res.work_dir, "records.jsonl"))) == []
 

@@ -1,4 +1,4 @@
-"""Regression tests for issue 15 (the user's path): every hang and traceback found by
+"""Regression tests of the user's path: every hang and traceback found by
 fuzzing is a one-line error with exit 2 or a correct result; output conventions.
 
 In-process runs go through :func:`dcoc.cli.main` (what ``dcoc`` runs); the ones that need

@@ -1,5 +1,5 @@
 """Each baseline runs with its documented settings, and every model-based tuner gets the
-same warm-up (fair-evidence issue; docs/method.md §6 and §9)."""
+same warm-up (docs/method.md, "Software-only tuning and the baselines")."""
 import pytest
 
 from dcoc.search.measure import FunctionMeasurer

@@ -1,6 +1,6 @@
-"""Tests that fail when a DCOC component stops doing its work (fair-evidence issue).
+"""Tests that fail when a DCOC component stops doing its work.
 
-What the measurements say (docs/RESULTS.md, docs/method.md §9): on the interacting
+What the measurements say (docs/RESULTS.md, docs/method.md): on the interacting
 synthetic family (12 knobs, 16**12 points: too large to score exhaustively) DCOC whose
 candidates come from agent walks around the best measured configs clearly beats DCOC
 whose candidates are random points of the space; DCOC with *frozen* agents (never

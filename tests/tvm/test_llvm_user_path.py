@@ -1,4 +1,4 @@
-"""`dcoc tune MODEL --target llvm` is as first-class as VTA (issue 15): it leaves
+"""`dcoc tune MODEL --target llvm` is as first-class as VTA: it leaves
 result.json and curve.png in its work dir, `dcoc records` / `dcoc plot` read its
 MetaSchedule database, TVM's native output goes to WORK_DIR/logs/tvm.log, `--json -`
 prints JSON only, and the work dir refuses another model."""

@@ -1,4 +1,4 @@
-"""The simulator RPC server serves simulations only (issue 15).
+"""The simulator RPC server serves simulations only.
 
 A real tracker and a real ``dcoc rpc serve`` process on loopback:
 

@@ -17,7 +17,7 @@
   MetaSchedule's ``enable_cpu_cache_flush`` (every argument but the first flushed from the
   CPU caches before each repeat; AutoTVM's documented x86 setting).  The flush runs once
   per *repeat*, so with ``number > 1`` or ``min_repeat_ms > 0`` all runs after a repeat's
-  first are warm and the flush changes nothing (measured, session 34): refused.
+  first are warm and the flush changes nothing (measured): refused.
 * :func:`compile_model` -- apply a database and compile the *unfused* module (the
   ``compile_relax`` pipeline, notes section 7), reporting how many fused PrimFuncs the
   database actually replaced (the fused-module pitfall makes this silently zero).

@@ -298,8 +298,8 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = DEFAULT_TUN
         CPU caches are flushed of its arguments (``number=1, repeat=10, min_repeat_ms=0``,
         :func:`tvm_plugin.metaschedule.build.evaluator_config`), as a kernel meets its weights inside a
         model whose weights do not fit in cache (ResNet-18: the compiled model is 1.14-1.59x
-        its summed warm-timed kernels, 0.94-1.02x its cold-timed ones; docs/RESULTS.md,
-        session 34).  The work dir remembers it: a warm and a cold run never share a
+        its summed warm-timed kernels, 0.94-1.02x its cold-timed ones; docs/method.md,
+        "MetaSchedule").  The work dir remembers it: a warm and a cold run never share a
         database.
     """
     from tvm_plugin import frontend as F
