@@ -114,11 +114,6 @@ class DCOCCore:
     def uses_agents(self) -> bool:
         return self.cfg.uses_agents
 
-    @property
-    def kappa(self) -> float:
-        """The confidence-bound multiplier in use (0: no uncertainty, ``select="topk"``)."""
-        return self.cfg.kappa
-
     def ensure_agents(self) -> None:
         """Build the agents on first use (torch is imported only here)."""
         if self.agents is not None or not self.uses_agents:
