@@ -83,11 +83,11 @@ def add_arguments(parser) -> None:
                              "1.14-1.59x the warm-timed kernels, 0.94-1.02x the cold); a cold run "
                              "needs its own --work-dir")
     parser.add_argument("--warm-start", nargs="+", default=None, metavar="RUN_DIR_OR_RECORDS",
-                        help="vta co-design with a dcoc tuner: start from earlier runs of OTHER models "
+                        help="accelerator co-design with a DCOC-family tuner: start from earlier runs of OTHER models "
                              "(their run directories or records.jsonl; same board): pre-fits the cost "
                              "model on their measurements and scores their best hardware first")
     parser.add_argument("--pareto", action="store_true",
-                        help="vta: also report the throughput/area Pareto front (BRAM36, DSP, LUT) "
+                        help="accelerator co-design: also report the throughput/area Pareto front (BRAM36, DSP, LUT) "
                              "over every hardware config the search completed (result.json 'pareto')")
     add_output_arguments(parser, "the result (what WORK_DIR/result.json holds)")
 
