@@ -118,7 +118,9 @@ def _params():
     out = []
     for b in ALL:
         _, _, slow = _prepared(b)
-        marks = [pytest.mark.slow] if slow else []
+        # one xdist worker runs a file's blocks, in order (`--dist loadgroup`): later blocks
+        # read what earlier ones wrote (a result.json)
+        marks = [pytest.mark.xdist_group(b["file"])] + ([pytest.mark.slow] if slow else [])
         out.append(pytest.param(b, id=f"{b['file']}:{b['line']}", marks=marks))
     return out
 
