@@ -14,7 +14,7 @@ Split (declared, interleaved so that both bitstreams and every layer kind -- 3x3
 * **held-out** (never used to choose a constant): C3, C5, C7, C8, C9 of both bitstreams.
 
     python -m scripts.calibrate_vta                 # errors + constants with sources (~2 s)
-    python -m scripts.calibrate_vta --sensitivity   # + design decisions per constant (~1 min)
+    python -m scripts.calibrate_vta --sensitivity   # + design decisions per constant (< 1 min)
     python -m scripts.calibrate_vta --fit           # redo the grid fit on the calibration rows
     python -m scripts.calibrate_vta --set dram_latency_ns=300 --set burst_overhead=3
 
@@ -236,6 +236,62 @@ def sensitivity(timing=None) -> list[dict]:
     return out
 
 
+#: layers whose schedule choice the memory constants can move (DMA-bound or DDR-streamed)
+SENS_LAYERS = ("C8", "C9", "C10", "C11")
+
+
+def schedule_sensitivity(timing=None, top: int = 8) -> list[dict]:
+    """Per layer of :data:`SENS_LAYERS` on pynq: the best ``top`` schedules of an exhaustive
+    sweep at the nominal constants, re-ranked with each uncertain constant at its low and
+    high value; reports whether the best schedule changes."""
+    from dcoc.vta import HWConfig, TimingParams, conv2d_space, simulate
+    from dcoc.vta.catalogue import resnet18_layer
+    from dcoc.vta.memsys import cold_start
+
+    base = cold_start(timing or TimingParams())
+    hw = HWConfig.preset("pynq")
+    out = []
+    for lname in SENS_LAYERS:
+        wl = resnet18_layer(lname)
+        sp = conv2d_space(wl, hw)
+        scored = []
+        for vals in itertools.product(*sp.values()):
+            kn = dict(zip(sp, vals))
+            r = simulate(wl, hw, kn, timing=base)
+            if r.valid:
+                scored.append((r.seconds, kn))
+        scored.sort(key=lambda t: t[0])
+        cands = [kn for _, kn in scored[:top]]
+        flips = []
+        for k, (src, unc) in SOURCES.items():
+            if unc is None:
+                continue
+            for v in unc:
+                tp = base.with_(**{k: type(getattr(base, k))(v)})
+                t = [simulate(wl, hw, kn, timing=tp).seconds for kn in cands]
+                i = min(range(len(t)), key=t.__getitem__)
+                if i != 0:
+                    flips.append(f"{k}={v:g}: {_sched(cands[i])} wins by "
+                                 f"{100 * (1 - t[i] / t[0]):.1f}%")
+        out.append({"layer": lname, "space": len(scored), "best": cands[0],
+                    "best_ms": scored[0][0] * 1e3, "flips": flips})
+    return out
+
+
+def _sched(k) -> str:
+    return (f"{k['tile_h']}x{k['tile_w']} ci{k['tile_ci']} co{k['tile_co']} "
+            f"oc{k['oc_nthread']} h{k['h_nthread']}")
+
+
+def format_schedule_sensitivity(rows) -> str:
+    out = ["Best schedule per layer (pynq, cold L2; top 8 of the exhaustive sweep re-ranked "
+           "at each constant's low/high):"]
+    for r in rows:
+        out.append(f"{r['layer']:<4} {r['best_ms']:7.3f} ms  {_sched(r['best']):<26} "
+                   + ("changes: " + "; ".join(r["flips"]) if r["flips"] else "unchanged at every end"))
+    return "\n".join(out)
+
+
 def format_sensitivity(rows) -> str:
     names = list(rows[0]["latencies"])
     short = [n.split("_i8")[0] + "/" + "_".join(n.split("_")[2:])[:11] for n in names]
@@ -285,6 +341,8 @@ def main(argv=None) -> int:
         print()
         t0 = time.perf_counter()
         print(format_sensitivity(sensitivity(tp)))
+        print()
+        print(format_schedule_sensitivity(schedule_sensitivity(tp)))
         print(f"({time.perf_counter() - t0:.0f} s)")
     s = summary(rows)
     return 0 if max(s["calibration"]["max"], s["held-out"]["max"]) <= 10 else 1

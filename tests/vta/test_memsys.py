@@ -158,3 +158,20 @@ def test_calibration_script_reports_both_errors_and_sources(capsys):
     assert rc == 0
     # every constant has a recorded source
     assert set(TimingParams().as_dict()) <= set(calibrate_vta.SOURCES)
+
+
+def test_sensitivity_reports_flips(monkeypatch):
+    """The sensitivity tables re-rank designs at each constant's ends and say when the
+    winner changes (a deliberately huge range must flip the C10 schedule choice)."""
+    from scripts import calibrate_vta as cv
+
+    monkeypatch.setattr(cv, "SENS_CONFIGS", ["1x16x16_i8w8a32_15_15_18_17", "4x8x8_i8w8a32_15_16_16_18"])
+    monkeypatch.setattr(cv, "SENS_LAYERS", ("C10",))
+    monkeypatch.setattr(cv, "SOURCES", {"dram_latency_ns": ("test", (100.0, 5000.0))})
+    hw_rows = cv.sensitivity()
+    assert [r["constant"] for r in hw_rows] == ["(nominal)", "dram_latency_ns", "dram_latency_ns"]
+    assert all(set(r["latencies"]) == set(cv.SENS_CONFIGS) for r in hw_rows)
+    assert "flips" in cv.format_sensitivity(hw_rows)
+    sched = cv.schedule_sensitivity(top=4)
+    assert sched[0]["layer"] == "C10" and sched[0]["flips"]
+    assert "changes:" in cv.format_schedule_sensitivity(sched)
