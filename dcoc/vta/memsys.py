@@ -32,13 +32,14 @@ there: ``P(hit) = sum_{k<A} e^-m m^k / k!``, ``m = d / S``.  A fully associative
 hit exactly when ``d < S * A``; the 8-way cache starts to miss a little earlier and still
 hits some reads slightly beyond its size.
 
-**Warm and cold start.**  The first read of each tensor in a run depends on what ran
-before it:
+**Warm and cold start** (``TimingParams.l2_start``).  The first read of each tensor in a
+run depends on what ran before it:
 
-* ``warm`` (``TimingParams.l2_start``, the default for one layer): the layer is run
-  repeatedly, as TopHub measured it (``time_evaluator``); the first read's distance is the
-  layer's whole footprint (everything the previous run touched after it).
-* ``cold`` (a whole-model inference, as ``dcoc run`` executes it once): parameters
+* ``warm``: the layer is run repeatedly, as TopHub measured it (``time_evaluator``); the
+  first read's distance is the layer's whole footprint (everything the previous run
+  touched after it).  The calibration uses it.
+* ``cold`` (the default: a layer of a whole-model inference, as ``dcoc run`` executes it
+  once; tuning, ``simulate_model`` and co-design time layers the same way): parameters
   (weights, bias) have not been touched in this inference -- their first reads come from
   DDR (a model's weights are read once per inference and ResNet-18's 11 MB exceed the L2
   many times over, so nothing survives from the previous inference).  Activations
@@ -47,8 +48,10 @@ before it:
   this model approximates by the current layer's input + output bytes.  Within the layer
   every later read follows the loop-nest rule above.
 
-:func:`cold_start` gives the ``TimingParams`` of a whole-model run: the state carried from
-layer to layer is this declared approximation (no per-line state across layers).
+The state carried from layer to layer is this declared approximation (no per-line state
+across layers): it depends only on the layer itself, so a tuner that times layers one by
+one and a whole-model run that times them in sequence get the same numbers.
+:func:`cold_start` turns any ``TimingParams`` into the whole-model one.
 
 Writes (stores) are posted and keep the base timing; they occupy cache lines (ACP
 coherent writes allocate in the L2), so they count in the distances.  Micro-op loads keep
