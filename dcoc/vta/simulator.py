@@ -12,9 +12,10 @@ and the port is held for the whole data phase of the instruction.  Durations:
 * LOAD/STORE: ``insn_overhead`` + top pad rows (SRAM writes) + per data row
   (``dram_latency`` + ceil(row bytes / bus bytes) beats + the row's x-pad writes)
   + bottom pad rows.  NOPs (x_size = 0) cost the instruction overhead only.
-  INP/WGT loads of a tensor that does not stay in the coherent L2 of the Zynq-7000 ACP
-  port stream from DDR: more latency per row and more cycles per burst
-  (:mod:`dcoc.vta.memsys`, decided once per program from the tensors' reuse distances).
+  Reads through the coherent L2 of the Zynq-7000 ACP port (INP/WGT and the ACC loads of
+  bias/residual) add the expected cost of L2 misses -- more latency per row and more
+  cycles per burst, times the tensor's miss fraction from its reads' reuse distances
+  (:mod:`dcoc.vta.memsys`).
 * GEMM: ``insn_overhead + iter_out*iter_in*(n_uops*gemm_ii + gemm_loop_overhead)``
   (HLS: the micro-op loop is pipelined with II=1 and re-entered for every
   (iter_out, iter_in) pair, paying its pipeline fill each time).
@@ -42,7 +43,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dcoc.errors import SimulationError, WorkloadError
+from dcoc.errors import ConfigError, SimulationError, WorkloadError
 from dcoc.vta import isa
 from dcoc.vta.hardware import HWConfig
 from dcoc.vta.isa import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_UOP, MEM_WGT, OP_ALU, OP_FINISH, OP_GEMM, OP_LOAD, OP_STORE
@@ -69,9 +70,14 @@ class TimingParams:
     config's clock (so a 333 MHz design sees ~3.3x more latency cycles).
     """
 
-    #: DRAM read/write latency per DMA row (one memcpy burst sequence): request to first
-    #: beat, through the PS interconnect and DDR controller.  Calibrated (C2-C6).
-    dram_latency_ns: float = 300.0
+    #: read latency per DMA row (each row is one HLS memcpy, vta.cc): request to first beat
+    #: through the SmartConnect, S_AXI_ACP, SCU and L2 (a hit).  Fitted on the calibration
+    #: rows of ``scripts/calibrate_vta.py`` (held-out rows validate it).
+    dram_latency_ns: float = 650.0
+    #: per-row latency of a DMA write (STORE) row: writes are posted (the next row's
+    #: address/data can go out before the previous write response returns), so a row does
+    #: not pay the read round trip.  Fitted on the calibration rows.
+    write_latency_ns: float = 0.0
     #: cycles to dequeue, decode and check dependencies of one instruction (all modules).
     insn_overhead: int = 8
     #: GEMM micro-ops per cycle: II = 1 (``READ_GEMM_UOP`` pipeline, vta.cc / hardware.rst).
@@ -95,25 +101,38 @@ class TimingParams:
     #: ``max_read_burst_length`` / ``max_write_burst_length`` = 16 beats).
     max_burst_beats: int = 16
     #: idle bus cycles between consecutive bursts of one row (address phase, interconnect
-    #: arbitration, DDR page/refresh effects), i.e. the DMA efficiency.  Calibrated.
-    burst_overhead: int = 3
+    #: arbitration), i.e. the DMA efficiency.  Fitted (0: bursts of a row stream back to
+    #: back).
+    burst_overhead: int = 0
     #: L2 cache (KiB) in front of the coherent ACP port of the 64-bit Zynq-7000 design
-    #: (Cortex-A9 PL310: 512 KB on the Zynq-7020; UG585).  DMA reads whose reuse distance
-    #: exceeds it stream from DDR (:mod:`dcoc.vta.memsys`).  0 disables the distinction.
+    #: (Cortex-A9 PL310: 512 KB, UG585 §3.4).  DMA reads are hits or misses by their reuse
+    #: distance (:mod:`dcoc.vta.memsys`).  0 disables the distinction.
     coherent_cache_kib: int = 512
+    #: L2 associativity and line size (PL310 on the Zynq-7000: 8 ways, 32-byte lines;
+    #: UG585 §3.4 "L2 Cache").
+    l2_ways: int = 8
+    l2_line_bytes: int = 32
     #: bus width (bytes) of the designs that use the cached ACP port: 8 = the Zynq-7000
     #: targets of ``pkg_config.py``; the 16-byte UltraScale+ targets use HPC0 (no allocation).
     coherent_cache_bus_bytes: int = 8
-    #: extra first-beat latency of a DMA row that misses the L2 (SCU + L2 lookup, then the
-    #: DDR controller; DDR3 row miss ~50-100 ns on top of the hit path).  Physical estimate.
+    #: what the L2 holds when a layer starts: ``"cold"`` (a layer of a whole-model
+    #: inference, as ``dcoc run`` executes it: parameters come from DDR; the default, so
+    #: tune, simulate, co-design and run time layers alike) or ``"warm"`` (the layer ran
+    #: just before, as in TopHub's repeated single-layer measurements; the calibration
+    #: uses it).  See :mod:`dcoc.vta.memsys`.
+    l2_start: str = "cold"
+    #: extra first-beat latency of a DMA row that misses the L2 (line fill from DDR through
+    #: the L2 controller).  Estimate (not identifiable from the measured rows).
     ddr_miss_latency_ns: float = 100.0
-    #: extra time per 16-beat burst (128 B = four 32-byte L2 line fills) of a read that
-    #: streams from DDR through the L2 line-fill path; 80 ns gives ~470 MB/s of sustained
-    #: miss bandwidth at 100 MHz vs ~670 MB/s for hits.  Physical estimate (+-50 %).
-    ddr_miss_burst_ns: float = 80.0
+    #: extra time per 16-beat burst (128 B = four 32-byte line fills) of a read that misses
+    #: the L2.  Fitted on the calibration rows (``scripts/calibrate_vta.py``).
+    ddr_miss_burst_ns: float = 160.0
 
     def dram_latency_cycles(self, hw: HWConfig) -> int:
         return int(math.ceil(self.dram_latency_ns * hw.freq_mhz / 1000.0 - 1e-9))
+
+    def write_latency_cycles(self, hw: HWConfig) -> int:
+        return int(math.ceil(self.write_latency_ns * hw.freq_mhz / 1000.0 - 1e-9))
 
     def coherent_cache_bytes(self, hw: HWConfig) -> int:
         """Bytes of coherent cache in front of ``hw``'s DMA port (0: none)."""
@@ -126,6 +145,10 @@ class TimingParams:
 
     def ddr_miss_burst_cycles(self, hw: HWConfig) -> int:
         return int(math.ceil(self.ddr_miss_burst_ns * hw.freq_mhz / 1000.0 - 1e-9))
+
+    def __post_init__(self):
+        if self.l2_start not in ("warm", "cold"):
+            raise ConfigError(f"l2_start must be 'warm' or 'cold', got {self.l2_start!r}")
 
     def with_(self, **kw) -> "TimingParams":
         return replace(self, **kw)
@@ -144,9 +167,6 @@ def _mem_cycles(insn, hw: HWConfig, tp: TimingParams, lat):
     ovh = tp.insn_overhead
     if insn.is_nop():
         return ovh, 0, 0
-    extra = 0
-    if not isinstance(lat, int):
-        lat, extra = lat.row(insn.memory_type if insn.opcode == OP_LOAD else None)
     eb = hw.elem_bytes(insn.memory_type) if insn.opcode == OP_LOAD else hw.out_elem_bytes
     xs, ys = insn.x_size, insn.y_size
     if xs == 0 or ys == 0:
@@ -158,7 +178,12 @@ def _mem_cycles(insn, hw: HWConfig, tp: TimingParams, lat):
     pc = tp.pad_cycles
     beats = -(-(xs_eff * eb) // hw.bus_bytes)
     bursts = -(-beats // tp.max_burst_beats) if tp.max_burst_beats > 0 else 1
-    row = lat + beats + bursts * (tp.burst_overhead + extra) + (insn.x_pad_0 + insn.x_pad_1) * pc
+    extra = 0
+    if not isinstance(lat, int):
+        lat, extra = lat.row(insn.memory_type if insn.opcode == OP_LOAD else None, bursts)
+    elif insn.opcode == OP_STORE:
+        lat = tp.write_latency_cycles(hw)
+    row = lat + beats + bursts * tp.burst_overhead + extra + (insn.x_pad_0 + insn.x_pad_1) * pc
     pre = ovh + insn.y_pad_0 * width * pc
     hold = ys_eff * row
     post = insn.y_pad_1 * width * pc

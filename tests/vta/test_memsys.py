@@ -1,72 +1,177 @@
-"""Coherent-L2 vs DDR-streamed DMA reads (dcoc.vta.memsys): classification and timing."""
+"""The L2/DDR memory model (dcoc.vta.memsys): reuse distances per access, warm vs cold
+start, and the calibration script."""
+import math
+
 import pytest
 
+from dcoc.errors import ConfigError
 from dcoc.vta import Conv2DWorkload, DenseWorkload, HWConfig, TimingParams, simulate
 from dcoc.vta.compiler import make_plan
-from dcoc.vta.memsys import dma_timing, reuse_distances
+from dcoc.vta.memsys import cold_start, dma_timing, hit_probability, miss_fractions, reuse_profile
+from dcoc.vta.workloads import DEFAULT_EPILOGUE, Epilogue
 
 PYNQ = HWConfig.preset("pynq")
-C6 = (Conv2DWorkload(1, 28, 28, 128, 256, 3, 2, 1),
-      dict(tile_h=14, tile_w=14, tile_ci=1, tile_co=4, oc_nthread=2, h_nthread=1))
+WARM = TimingParams(l2_start="warm")
+C8 = Conv2DWorkload(1, 14, 14, 256, 256, 3, 1, 1)
 C11 = Conv2DWorkload(1, 7, 7, 512, 512, 3, 1, 1)
+L2 = 512 * 1024
 
 
-def test_early_layer_is_l2_resident_deep_layer_streams_weights():
-    assert dma_timing(make_plan(C6[0], PYNQ, C6[1]), TimingParams()).missing == ()
-    small = dict(tile_h=7, tile_w=7, tile_ci=1, tile_co=1, oc_nthread=2, h_nthread=1)
-    big = dict(small, tile_co=8)
-    assert dma_timing(make_plan(C11, PYNQ, small), TimingParams()).missing == ("wgt",)
-    assert set(dma_timing(make_plan(C11, PYNQ, big), TimingParams()).missing) == {"inp", "wgt"}
+def test_hit_probability_short_distance_hits_long_distance_misses():
+    assert hit_probability(64 * 1024, L2) > 0.999            # 1/8 of the cache
+    assert hit_probability(L2 // 2, L2) > 0.9
+    assert hit_probability(4 * L2, L2) < 0.01               # 4x the cache
+    assert hit_probability(math.inf, L2) == 0.0
+    # monotone in the distance, and the 8-way cache is not a sharp threshold at its size
+    ps = [hit_probability(d * 1024, L2) for d in (128, 256, 384, 512, 640, 768, 1024)]
+    assert ps == sorted(ps, reverse=True)
+    assert 0.2 < hit_probability(L2, L2) < 0.8
 
 
-def test_reuse_distance_counts_whole_weight_tensor():
-    p = make_plan(C11, PYNQ, dict(tile_h=7, tile_w=7, tile_ci=1, tile_co=1, oc_nthread=1,
-                                  h_nthread=1))
-    d = reuse_distances(p)
-    assert d["wgt"] >= 512 * 512 * 9  # bytes of int8 weights
-    assert d["inp"] < d["wgt"]
+def _wgt_classes(wl, knobs):
+    return {c[2]: c for c in reuse_profile(make_plan(wl, PYNQ, knobs))["wgt"]}
+
+
+def test_short_distance_weight_rereads_hit():
+    """tile_w < W: a weight block is re-read by the next column tile, one tile iteration
+    later -- a short distance that hits even though the weights (590 KB) exceed the L2."""
+    k = dict(tile_h=7, tile_w=7, tile_ci=1, tile_co=2, oc_nthread=2, h_nthread=1)
+    cls = _wgt_classes(C8, k)
+    frac, dist, _ = cls["wo"]
+    assert frac == pytest.approx(0.5)  # (n_w - 1) / n_w of the weight reads (n_w = 2)
+    assert dist < 256 * 1024 and hit_probability(dist, L2) > 0.99
+    frac_h, dist_h, _ = cls["ho"]                   # the next row of tiles: all weights in between
+    assert dist_h > 590 * 1024 and hit_probability(dist_h, L2) < 0.5
+    # the miss fraction counts only the long-distance (and first) reads
+    m = miss_fractions(make_plan(C8, PYNQ, k), WARM)["wgt"]
+    assert 0.3 < m < 0.8
+
+
+def test_full_width_tiles_miss_more_than_split_columns():
+    full = dict(tile_h=7, tile_w=14, tile_ci=1, tile_co=2, oc_nthread=2, h_nthread=1)
+    split = dict(full, tile_w=7)
+    mf = miss_fractions(make_plan(C8, PYNQ, full), WARM)["wgt"]
+    ms = miss_fractions(make_plan(C8, PYNQ, split), WARM)["wgt"]
+    assert ms < mf
+
+
+def test_h_thread_rereads_weights_in_the_same_step():
+    k = dict(tile_h=7, tile_w=7, tile_ci=1, tile_co=4, oc_nthread=1, h_nthread=2)
+    cls = _wgt_classes(C11, k)
+    assert "h" not in cls  # one row tile only: the second h-thread has no tile -> no reuse
+    k2 = dict(tile_h=7, tile_w=14, tile_ci=1, tile_co=2, oc_nthread=1, h_nthread=2)
+    cls = _wgt_classes(C8, k2)
+    frac, dist, _ = cls["h"]
+    assert frac == pytest.approx(0.5) and hit_probability(dist, L2) > 0.999
+
+
+def test_small_layer_is_l2_resident_when_warm():
+    small = Conv2DWorkload(1, 28, 28, 64, 64, 3, 1, 1)   # 137 KB in all: a quarter of the L2
+    k = dict(tile_h=7, tile_w=28, tile_ci=1, tile_co=2, oc_nthread=2, h_nthread=1)
+    fr = miss_fractions(make_plan(small, PYNQ, k), WARM)
+    assert max(fr.values()) < 0.01
+    assert dma_timing(make_plan(small, PYNQ, k), WARM).missing == ()
+    # near the L2's size the 8-way cache already misses part of the first reads
+    c6 = Conv2DWorkload(1, 28, 28, 128, 256, 3, 2, 1)    # 445 KB
+    k6 = dict(tile_h=14, tile_w=14, tile_ci=1, tile_co=4, oc_nthread=2, h_nthread=1)
+    assert 0.05 < miss_fractions(make_plan(c6, PYNQ, k6), WARM)["wgt"] < 0.6
+
+
+def test_deep_layer_streams_weights_from_ddr():
+    k = dict(tile_h=7, tile_w=7, tile_ci=1, tile_co=16, oc_nthread=2, h_nthread=1)
+    d = dma_timing(make_plan(C11, PYNQ, k), WARM)
+    assert "wgt" in d.missing
+    hit = simulate(C11, PYNQ, k, timing=WARM.with_(coherent_cache_kib=0))
+    r = simulate(C11, PYNQ, k, timing=WARM)
+    assert r.cycles > hit.cycles * 1.1
+    assert r.counters == hit.counters  # same traffic, slower source
+
+
+def test_cold_start_misses_first_reads_warm_does_not():
+    c4 = Conv2DWorkload(1, 56, 56, 64, 128, 1, 2, 0)
+    k = dict(tile_h=7, tile_w=28, tile_ci=1, tile_co=4, oc_nthread=1, h_nthread=2)
+    p = make_plan(c4, PYNQ, k)
+    warm, cold = miss_fractions(p, WARM), miss_fractions(p, cold_start(WARM))
+    assert warm["wgt"] < 0.05            # 8 KB of weights, 200 KB input: resident when warm
+    assert cold["wgt"] > 0.1             # first read of each weight block comes from DDR
+    assert cold["inp"] == pytest.approx(warm["inp"], abs=0.01)  # activations: just written
+    assert simulate(c4, PYNQ, k).cycles > simulate(c4, PYNQ, k, timing=WARM).cycles
+    assert TimingParams().l2_start == "cold"  # whole-model paths start cold by default
+
+
+def test_bias_and_residual_follow_the_same_rule():
+    ep = Epilogue(bias=True, residual=True)
+    k = dict(tile_h=7, tile_w=7, tile_ci=1, tile_co=4, oc_nthread=2, h_nthread=1)
+    p = make_plan(C11, PYNQ, k, ep)
+    prof = reuse_profile(p)
+    assert {"bias", "res"} <= set(prof)
+    assert prof["res"] == [(1.0, None, "first")]   # each residual element is read once
+    cold = miss_fractions(p, TimingParams())
+    warm = miss_fractions(p, WARM)
+    assert cold["bias"] > warm["bias"]
+    d = dma_timing(p, TimingParams())
+    assert d.fraction(3) > 0  # MEM_ACC loads are charged their expected misses
+
+
+def test_fast_path_equals_reference_with_partial_misses():
+    for knobs in (dict(tile_h=7, tile_w=7, tile_ci=1, tile_co=8, oc_nthread=2, h_nthread=1),
+                  dict(tile_h=7, tile_w=7, tile_ci=2, tile_co=1, oc_nthread=1, h_nthread=1)):
+        f = simulate(C11, PYNQ, knobs)
+        r = simulate(C11, PYNQ, knobs, mode="reference")
+        assert (f.cycles, f.counters, f.instructions) == (r.cycles, r.counters, r.instructions)
+    wl = DenseWorkload(4, 256, 96)
+    knobs = dict(tile_b=1, tile_ci=4, tile_co=2, oc_nthread=2)
+    tp = TimingParams(coherent_cache_kib=1)
+    f, r = simulate(wl, PYNQ, knobs, timing=tp), simulate(wl, PYNQ, knobs, timing=tp, mode="reference")
+    assert f.valid and f.cycles == r.cycles
+    assert f.cycles > simulate(wl, PYNQ, knobs).cycles
 
 
 def test_no_cache_on_ultrascale_bus_width():
     hw = HWConfig.preset("ultra96")
     knobs = dict(tile_h=7, tile_w=7, tile_ci=1, tile_co=8, oc_nthread=2, h_nthread=1)
-    assert dma_timing(make_plan(C11, hw, knobs), TimingParams()).missing == ()
+    assert miss_fractions(make_plan(C11, hw, knobs, DEFAULT_EPILOGUE), TimingParams()) == {}
     a = simulate(C11, hw, knobs)
     b = simulate(C11, hw, knobs, timing=TimingParams(coherent_cache_kib=0))
     assert a.cycles == b.cycles
 
 
-@pytest.mark.parametrize("knobs", [
-    dict(tile_h=7, tile_w=7, tile_ci=1, tile_co=8, oc_nthread=2, h_nthread=1),
-    dict(tile_h=7, tile_w=7, tile_ci=2, tile_co=1, oc_nthread=1, h_nthread=1),
-])
-def test_misses_slow_weight_heavy_schedules_and_fast_equals_reference(knobs):
-    hit = simulate(C11, PYNQ, knobs, timing=TimingParams(coherent_cache_kib=0))
-    f = simulate(C11, PYNQ, knobs)
-    r = simulate(C11, PYNQ, knobs, mode="reference")
-    assert (f.cycles, f.counters, f.instructions) == (r.cycles, r.counters, r.instructions)
-    assert f.cycles > hit.cycles * 1.05
-    assert f.counters == hit.counters  # same traffic, slower source
+def test_bad_l2_start_is_a_config_error():
+    with pytest.raises(ConfigError):
+        TimingParams(l2_start="lukewarm")
 
 
-def test_tiny_cache_forces_misses_everywhere_exactly():
-    wl = DenseWorkload(4, 256, 96)
-    knobs = dict(tile_b=1, tile_ci=4, tile_co=2, oc_nthread=2)
-    tp = TimingParams(coherent_cache_kib=1)
-    assert set(dma_timing(make_plan(wl, PYNQ, knobs), tp).missing) == {"inp", "wgt"}
-    f = simulate(wl, PYNQ, knobs, timing=tp)
-    r = simulate(wl, PYNQ, knobs, timing=tp, mode="reference")
-    assert f.valid and f.cycles == r.cycles
-    assert f.cycles > simulate(wl, PYNQ, knobs).cycles
+def test_calibration_script_reports_both_errors_and_sources(capsys):
+    from scripts import calibrate_vta
+
+    rc = calibrate_vta.main([])
+    out = capsys.readouterr().out
+    assert "calibration (10 rows)" in out and "held-out    (10 rows)" in out
+    assert "UG585" in out and "fitted (calibration rows)" in out and "vta_v0.10.log" in out
+    rows = calibrate_vta.run()
+    assert {r["split"] for r in rows} == {"calibration", "held-out"}
+    cal = {(r["layer"], r["bitstream"]) for r in rows if r["split"] == "calibration"}
+    held = {(r["layer"], r["bitstream"]) for r in rows if r["split"] == "held-out"}
+    assert not cal & held and len(held) == 10
+    s = calibrate_vta.summary(rows)
+    assert s["calibration"]["max"] <= 10 and s["held-out"]["max"] <= 10
+    assert rc == 0
+    # every constant has a recorded source
+    assert set(TimingParams().as_dict()) <= set(calibrate_vta.SOURCES)
 
 
-def test_batch4_bitstream_hides_the_ddr_weight_stream():
-    """On the 4x8x8 bitstream at batch 4 every weight byte feeds 4x the MACs, so a good
-    schedule of the deepest layer barely notices that its weights stream from DDR (the
-    measured 4x8x8 layers agreed with the pre-L2 model within 5.3 %)."""
-    hw = HWConfig.preset("pynq_4x8")
-    wl = Conv2DWorkload(4, 7, 7, 512, 512, 3, 1, 1)
-    knobs = dict(tile_h=7, tile_w=7, tile_ci=2, tile_co=16, oc_nthread=2, h_nthread=1)
-    assert "wgt" in dma_timing(make_plan(wl, hw, knobs), TimingParams()).missing
-    flat = simulate(wl, hw, knobs, timing=TimingParams(coherent_cache_kib=0)).cycles
-    assert simulate(wl, hw, knobs).cycles <= flat * 1.02
+def test_sensitivity_reports_flips(monkeypatch):
+    """The sensitivity tables re-rank designs at each constant's ends and say when the
+    winner changes (a deliberately huge range must flip the C10 schedule choice)."""
+    from scripts import calibrate_vta as cv
+
+    monkeypatch.setattr(cv, "SENS_CONFIGS", ["1x16x16_i8w8a32_15_15_18_17", "4x8x8_i8w8a32_15_16_16_18"])
+    monkeypatch.setattr(cv, "SENS_LAYERS", ("C10",))
+    monkeypatch.setattr(cv, "SOURCES", {"dram_latency_ns": ("test", (100.0, 5000.0))})
+    hw_rows = cv.sensitivity()
+    assert [r["constant"] for r in hw_rows] == ["(nominal)", "dram_latency_ns", "dram_latency_ns"]
+    assert all(set(r["latencies"]) == set(cv.SENS_CONFIGS) for r in hw_rows)
+    assert "flips" in cv.format_sensitivity(hw_rows)
+    sched = cv.schedule_sensitivity(top=4)
+    assert sched[0]["layer"] == "C10" and sched[0]["flips"]
+    assert "changes:" in cv.format_schedule_sensitivity(sched)
