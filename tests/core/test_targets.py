@@ -64,9 +64,13 @@ def test_default_schedule_transfer_and_ideal_bound(name):
 
 def test_parse_hw_names_round_trip():
     t = targets.get("systolic")
-    hw = SystolicConfig(32, 16, 16, 15, 17, 250.0, 16)
+    hw = SystolicConfig(32, 16, 16, 15, 17, 238.0, 16)
     assert t.parse_hw(hw.name) == hw
-    assert t.parse_hw("ws32x16_i16w15o17", "kv260") == hw
+    assert t.parse_hw("ws32x16_i16w15o17", "kv260") == hw       # 512 PEs: the derated clock
+    wdb = t.parse_hw("ws32x16_i16w15o17_wdb", "kv260")
+    assert wdb.weight_double_buffer == 1 and t.parse_hw(wdb.name) == wdb and "_wdb_" in wdb.name
+    with pytest.raises(ConfigError, match="closes at"):
+        t.check_fits(SystolicConfig(32, 16, 16, 15, 17, 250.0, 16), "kv260")
     with pytest.raises(ConfigError):
         t.parse_hw("1x16x16_i8w8a32_15_15_18_17")
     with pytest.raises(ConfigError, match="power of two"):
