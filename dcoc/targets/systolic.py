@@ -686,7 +686,7 @@ class SystolicTarget(Target):
     default_board = "arty-a7"
     boards = BOARDS
     hw_knobs = HW_KNOBS
-    core_knobs = ("rows", "cols")
+    core_knobs = ("rows", "cols", "weight_double_buffer")   # the PE array and its weight registers
     slots = ("tile_m", "tile_k", "tile_n", "order", "double_buffer")
     shrink_order = ("tile_m", "tile_k", "tile_n")
     frontend_target = "vta"   # the accelerator extraction: conv2d / dense on the array, rest on CPU
@@ -874,6 +874,16 @@ class SystolicTarget(Target):
 
     def ideal_seconds(self, layer, hw):
         return layer.workload.macs / hw.pes / (hw.freq_mhz * 1e6)
+
+    def bound_seconds(self, layer, hw):
+        """The compute bound counting what the array wastes on any schedule: K and N
+        padded to whole folds, and per fold the M rows streamed once (with the shadow
+        weight registers, at least ``rows`` cycles per fold: the next weights' shift-in;
+        without them, plus the weight load and fill/drain of every fold)."""
+        wl, R, C = layer.workload, hw.rows, hw.cols
+        folds = _ceil(wl.K, R) * _ceil(wl.N, C)
+        per = max(wl.M, R) if hw.weight_double_buffer else wl.M + 2 * R + C - 2
+        return folds * per / (hw.freq_mhz * 1e6)
 
     def roofline_seconds(self, layer, hw) -> float:
         """The layer's roofline bound on ``hw``: the larger of its compute bound (MACs /
