@@ -141,8 +141,8 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     model: an ONNX path, an ``onnx.ModelProto``, a zoo name (``resnet18``, ``mobilenetv2``,
         ``vgg16``, ``transformer``) or a ``light_*`` model name.
     target: an accelerator target of :func:`dcoc.targets.available` (``"vta"``: co-design on
-        the VTA simulator; ``"systolic"``: a weight-stationary systolic array, analytic
-        model), or ``"llvm"`` / ``"cuda"`` / a TVM Target / a JSON dict (MetaSchedule with
+        the VTA simulator; ``"systolic"``: a weight-stationary systolic array, tile-stream
+        simulator), or ``"llvm"`` / ``"cuda"`` / a TVM Target / a JSON dict (MetaSchedule with
         the DCOC search strategy).
     board: accelerator targets: the FPGA budget (vta: ``pynq`` (default), ``ultra96``,
         ``zcu104``; systolic: ``arty-a7`` (default), ``kv260``).

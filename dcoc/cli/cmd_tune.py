@@ -23,9 +23,9 @@ Tune MODEL end to end and print a per-layer table and a summary.
   GEMM core (BATCH x BLOCK_IN x BLOCK_OUT), the four buffer sizes, and tiling and virtual
   threads per layer.  One simulation = one trial.  With --hardware, only the schedules are
   tuned on that fixed accelerator.
---target systolic: co-design a weight-stationary systolic array (PE rows x columns and
-  three SRAM sizes; tile sizes, loop order and double buffering per layer) on its analytic
-  timing model, within --board arty-a7 (default) or kv260.
+--target systolic: co-design a weight-stationary systolic array (PE rows x columns, shadow
+  weight registers and three SRAM sizes; tile sizes, loop order and double buffering per
+  layer) on its tile-stream simulator, within --board arty-a7 (default) or kv260.
 --target llvm / cuda / JSON dict: tune the model's MetaSchedule tasks with the tuner as
   the search strategy, compile the tuned model and measure it against the untuned one.
 

@@ -364,7 +364,7 @@ def measure_option(measurer: Measurer | None = None, **kwargs) -> dict:
 # ------------------------------------------------------------------------ registry
 def _simulator(target: str | None = None, n_workers: int | None = None, **kw) -> Measurer:
     """The target's own measurer (default: the default target's; VTA: the simulator process
-    pool; systolic: its analytic model)."""
+    pool; systolic: its tile-stream simulator)."""
     from dcoc.targets import get
 
     return get(target).measurer(n_workers=n_workers, **kw)

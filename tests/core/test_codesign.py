@@ -1,5 +1,5 @@
 """Co-design pieces without the frontend: the Session (measures, resumes, records) and every
-driver (decides through ask/tell), on the systolic target's analytic measurer."""
+driver (decides through ask/tell), on the systolic target's simulator."""
 from __future__ import annotations
 
 import math

@@ -64,9 +64,13 @@ def test_default_schedule_transfer_and_ideal_bound(name):
 
 def test_parse_hw_names_round_trip():
     t = targets.get("systolic")
-    hw = SystolicConfig(32, 16, 16, 15, 17, 250.0, 16)
+    hw = SystolicConfig(32, 16, 16, 15, 17, 238.0, 16)
     assert t.parse_hw(hw.name) == hw
-    assert t.parse_hw("ws32x16_i16w15o17", "kv260") == hw
+    assert t.parse_hw("ws32x16_i16w15o17", "kv260") == hw       # 512 PEs: the derated clock
+    wdb = t.parse_hw("ws32x16_i16w15o17_wdb", "kv260")
+    assert wdb.weight_double_buffer == 1 and t.parse_hw(wdb.name) == wdb and "_wdb_" in wdb.name
+    with pytest.raises(ConfigError, match="closes at"):
+        t.check_fits(SystolicConfig(32, 16, 16, 15, 17, 250.0, 16), "kv260")
     with pytest.raises(ConfigError):
         t.parse_hw("1x16x16_i8w8a32_15_15_18_17")
     with pytest.raises(ConfigError, match="power of two"):
@@ -158,10 +162,13 @@ def test_vta_padded_bound_counts_the_tiles_a_core_shape_wastes():
     assert t.bound_seconds(conv, hw2) == pytest.approx(t.bound_seconds(conv, hw))   # nothing gained
     dense = t.layer(DenseWorkload(1, 512, 1000))
     assert t.bound_seconds(dense, hw) == pytest.approx(32 * 63 / (hw.freq_mhz * 1e6))
-    sys_t = targets.get("systolic")   # targets without a padded model: the ideal bound
-    layer = sys_t.layer("C5")
+    sys_t = targets.get("systolic")   # the systolic array: K and N padded to folds, rows per fold
     shw = sys_t.default_hw(sys_t.board(sys_t.default_board))
-    assert sys_t.bound_seconds(layer, shw) == sys_t.ideal_seconds(layer, shw)
+    fc = sys_t.layer("gemm:1,500,1000")
+    cyc = 32 * 63 * 16                # 500 -> 32 folds of 16 rows, 1000 -> 63 of 16 columns, 16 cycles each
+    assert sys_t.bound_seconds(fc, shw) == pytest.approx(cyc / (shw.freq_mhz * 1e6))
+    no_wdb = SystolicConfig(16, 16, 15, 15, 15, shw.freq_mhz, shw.bus_bytes, 0)
+    assert sys_t.bound_seconds(fc, no_wdb) == pytest.approx(32 * 63 * (1 + 32 + 14) / (shw.freq_mhz * 1e6))
 
 
 def test_vta_buffer_sizes_only_decide_what_fits():

@@ -1,6 +1,6 @@
 """Warm-start of DCOC's co-design from other models' runs (dcoc.codesign.prior).
 
-On the systolic target's analytic measurer (fast); one VTA check for records written
+On the systolic target's simulator (fast); one VTA check for records written
 without a layers file."""
 from __future__ import annotations
 
