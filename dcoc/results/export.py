@@ -315,6 +315,12 @@ def _accelerator_readme(tg, bd, hw, data, report, check_cmd, run_cmd) -> str:
     if run_cmd:
         lines += ["Quantize the model to int8 and run it on the simulator with these schedules, "
                   "bit-exact against an integer reference (prints the accelerator time):", "",
-                  "```bash", run_cmd, "```", ""]
+                  "```bash", run_cmd, "```", "",
+                  "`dcoc run` times each layer with the epilogue the quantized model really has "
+                  "(with or without a bias, plus residual adds, which can also adapt a tiling "
+                  "that no longer fits), while the tuner times every layer with a bias-only "
+                  "epilogue; so its accelerator time can differ from the one above by a few "
+                  "percent (docs/run.md).  The check above reproduces the tuner's number "
+                  "exactly.", ""]
     lines += ["## Not exported", "", RUN_NOT_EXPORTED, ""]
     return "\n".join(lines)
