@@ -12,9 +12,9 @@ import textwrap
 import numpy as np
 import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 import dcoc
-from conftest import conv_onnx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -46,6 +46,21 @@ LOADER = textwrap.dedent("""
     print(json.dumps({"max_err": float(np.abs(y - ref).max()), "shape": list(y.shape),
                       "modules": sorted(m for m in sys.modules if m.split(".")[0] in ("dcoc", "tvm_plugin"))}))
 """)
+
+
+def conv_onnx():
+    """Conv 16->16 (3x3, bias) + ReLU on 16x16; input ``x``."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array((rng.standard_normal((16, 16, 3, 3)) * 0.1).astype("float32"), "W")
+    b = numpy_helper.from_array((rng.standard_normal((16,)) * 0.1).astype("float32"), "B")
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "W", "B"], ["c"], kernel_shape=[3, 3], pads=[1] * 4),
+         helper.make_node("Relu", ["c"], ["y"])], "conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])], [w, b])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
 
 
 def _load_without_dcoc(lib: str, onnx_path: str, x_path: str, cwd) -> dict:
