@@ -269,9 +269,10 @@ def _export_accelerator(data: dict, work_dir: str | None, path: str) -> dict:
 
 
 def _hw_fields(hw) -> dict:
-    from dcoc.results.result import _hw_dict
+    """A hardware config's constructor fields plus ``name`` (as ``result.json`` has them)."""
+    import dataclasses
 
-    return _hw_dict(hw)
+    return {**{f.name: getattr(hw, f.name) for f in dataclasses.fields(hw) if f.init}, "name": hw.name}
 
 
 def _accelerator_readme(tg, bd, hw, data, report, check_cmd, run_cmd) -> str:
