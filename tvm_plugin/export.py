@@ -136,7 +136,13 @@ def _export_tvm(data, work_dir, path, executable):
 
     m = None
     if executable is None:
-        executable, tgt, m, _ = compile_from_work_dir(data, work_dir)
+        try:
+            executable, tgt, m, _ = compile_from_work_dir(data, work_dir)
+        except DcocError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - TVM build errors become one line
+            raise DcocError(f"compiling the tuned model for {data.get('target')} failed: "
+                            f"{' '.join(str(exc).split())[:200]}") from None
     else:
         tgt = _target(data)
     if m is None:
@@ -148,11 +154,15 @@ def _export_tvm(data, work_dir, path, executable):
         raise DcocError(f"export_library failed: {' '.join(str(exc).split())[:200]}") from None
 
     # load what was written and compare with ONNX Runtime
-    dev = device_of(tgt)
-    vm = relax.VirtualMachine(tvm.runtime.load_module(lib_path), dev)
     names = list(m.input_shapes)
     x = random_inputs(m.input_shapes, m.input_dtypes, seed=0)
-    outs = _flatten(vm["main"](*[tvm.runtime.tensor(np.ascontiguousarray(x[n]), dev) for n in names]))
+    try:
+        dev = device_of(tgt)
+        vm = relax.VirtualMachine(tvm.runtime.load_module(lib_path), dev)
+        outs = _flatten(vm["main"](*[tvm.runtime.tensor(np.ascontiguousarray(x[n]), dev) for n in names]))
+    except Exception as exc:  # noqa: BLE001 - e.g. a cuda library on a machine without a GPU
+        raise DcocError(f"the library was written to {lib_path}, but loading it back to check it "
+                        f"failed: {' '.join(str(exc).split())[:200]}") from None
     ref = _ort_outputs(m, x)
     err = None
     if ref is not None and len(ref) == len(outs):
