@@ -133,13 +133,17 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
          tuner: str = DEFAULT_TUNER, seed: int = 0, work_dir: str | None = None, resume: bool = True,
          hardware=None, input_shapes: dict | None = None, measurer=None,
          n_workers: int | None = None, progress: bool = False, pareto: bool = False,
-         **kwargs) -> TuneResult:
+         example_inputs=None, **kwargs) -> TuneResult:
     """Tune a whole model.
 
     Parameters
     ----------
     model: an ONNX path, an ``onnx.ModelProto``, a zoo name (``resnet18``, ``mobilenetv2``,
-        ``vgg16``, ``transformer``) or a ``light_*`` model name.
+        ``vgg16``, ``transformer``), a ``light_*`` model name, or a PyTorch ``nn.Module``
+        (with ``example_inputs``; exported to ONNX in the work dir,
+        :mod:`tvm_plugin.frontend.pytorch`).
+    example_inputs: a PyTorch module's example input tensor(s) (a tensor or a tuple): their
+        shapes are the model's input shapes.
     target: an accelerator target of :func:`dcoc.targets.available` (``"vta"``: co-design on
         the VTA simulator; ``"systolic"``: a weight-stationary systolic array, tile-stream
         simulator), or ``"llvm"`` / ``"cuda"`` / a TVM Target / a JSON dict (MetaSchedule with
@@ -187,13 +191,23 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     if pareto and (not is_acc or hardware is not None):
         raise DcocError("pareto=True needs an accelerator co-design (the front is over the hardware "
                         "configs the search completed)")
-    label = getattr(model, "name", None) or model
+    module = _is_torch_module(model)
+    if example_inputs is not None and not module:
+        raise DcocError("example_inputs is for a PyTorch nn.Module model")
+    if module and input_shapes:
+        raise DcocError("a PyTorch module takes its input shapes from example_inputs, not input_shapes")
+    label = type(model).__name__ if module else (getattr(model, "name", None) or model)
     if work_dir is None:
         hw_name = None
         if is_acc and hardware is not None:
             hw_name = _hw(hardware, str(board).strip().lower() if isinstance(board, str) else None, tname).name
         work_dir = default_work_dir(label, tname if is_acc else _target_label(target),
                                     board if is_acc else None, tuner, seed, hw_name, input_shapes)
+    if module:  # to an ONNX file in the work dir: the model every later step loads
+        from tvm_plugin.frontend.pytorch import module_to_onnx
+
+        model = module_to_onnx(model, example_inputs, os.path.join(work_dir, _slug(label) + ".onnx"))
+    model_path = _model_path(model)
     if not is_acc:
         if kwargs.get("warm_start") is not None:
             raise DcocError("warm_start needs an accelerator target (vta co-design with a DCOC tuner)")
@@ -206,8 +220,14 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
                             "which llvm/cuda tuning always reuses; choose a new work_dir")
         if n_workers is not None and int(n_workers) < 0:
             raise DcocError(f"n_workers (--workers) must be >= 0, got {n_workers}")
-        return tune_model(model, target, trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir,
-                          input_shapes=input_shapes, progress=progress, **kwargs)
+        res = tune_model(model, target, trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir,
+                         input_shapes=input_shapes, progress=progress, **kwargs)
+        if model_path or input_shapes:  # what export / a later load need to find the model again
+            res.model_path = model_path
+            res.input_shapes = res.input_shapes or ({k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
+                                                    if input_shapes else None)
+            res.save(os.path.join(res.work_dir, "result.json"))
+        return res
     kwargs.pop("verbose", None)  # the accelerator path runs no TVM code that logs
     if kwargs.get("warm_start") is not None:
         from dcoc.tuners import DCOC_FAMILY, parse
@@ -215,13 +235,31 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
         if parse(tuner)[0] not in DCOC_FAMILY or hardware is not None:
             raise DcocError("warm_start needs a DCOC tuner doing co-design (no fixed hardware)")
     res = _tune_accelerator(tname, model, board, int(trials), tuner, seed, work_dir, resume,
-                           hardware, input_shapes, measurer, n_workers, progress, **kwargs)
+                           hardware, input_shapes, measurer, n_workers, progress,
+                           model_path=model_path, **kwargs)
     if pareto:  # from the run's records + the resource model (dcoc.results.pareto)
         from dcoc.results.pareto import front_from_run
 
         res.pareto = front_from_run(res.work_dir)[0]
         res.save(os.path.join(res.work_dir, "result.json"))
     return res
+
+
+def _is_torch_module(model) -> bool:
+    """True for a PyTorch ``nn.Module`` (torch is only looked at when already imported)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(model, torch.nn.Module)
+
+
+def _model_path(model) -> str | None:
+    """How to load ``model`` again: an existing file's absolute path, a name as given, or
+    None (an in-memory ONNX model)."""
+    if isinstance(model, (str, os.PathLike)):
+        p = os.fspath(model)
+        return os.path.abspath(p) if os.path.isfile(p) else p
+    return None
 
 
 def _target_label(target) -> str:
@@ -233,7 +271,8 @@ def _target_label(target) -> str:
 
 
 def _tune_accelerator(target, model, board, trials, tuner, seed, work_dir, resume, hardware,
-                      input_shapes, measurer, n_workers, progress, **kwargs) -> TuneResult:
+                      input_shapes, measurer, n_workers, progress, model_path=None,
+                      **kwargs) -> TuneResult:
     from dcoc import codesign as cd
     from dcoc.search.records import Records
     from dcoc.targets import get as get_target
@@ -306,6 +345,7 @@ def _tune_accelerator(target, model, board, trials, tuner, seed, work_dir, resum
                "resources": tg.resources(hw, bd)},
         input_shapes={k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
         if input_shapes else None,
+        model_path=model_path,
     )
     res.save(os.path.join(work_dir, "result.json"))
     return res

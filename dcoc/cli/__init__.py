@@ -25,6 +25,7 @@ COMMANDS = (
     "tune_task",
     "tune",
     "run",
+    "export",
     "plot",
     "records",
     "rpc",

@@ -89,6 +89,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--pareto", action="store_true",
                         help="accelerator co-design: also report the throughput/area Pareto front (BRAM36, DSP, LUT) "
                              "over every hardware config the search completed (result.json 'pareto')")
+    parser.add_argument("--export", default=None, metavar="PATH",
+                        help="after tuning, export the result (`dcoc export`): llvm/cuda a TVM library "
+                             "(PATH.so or PATH/model.so), vta/systolic a directory with the hardware "
+                             "config (vta_config.json), resource report, schedules")
     add_output_arguments(parser, "the result (what WORK_DIR/result.json holds)")
 
 
@@ -102,6 +106,10 @@ def run(args) -> int:
     if args.workers is not None and args.workers < 0:
         raise DcocError(f"--workers must be >= 0 (0 = in-process), got {args.workers}")
     shapes = parse_input_shapes(args.input_shape)
+    if getattr(args, "export", None):
+        from dcoc.results.export import check_export_path
+
+        check_export_path(args.export)  # before any work
     kw = {}
     from dcoc.targets import is_accelerator
 
@@ -129,6 +137,9 @@ def run(args) -> int:
         plot_run_dir(res.work_dir)
     except Exception as exc:  # noqa: BLE001 - a plot must never lose a result
         print(f"dcoc: plot skipped: {' '.join(str(exc).split())}", file=sys.stderr)
+    if getattr(args, "export", None):
+        meta = res.export(args.export)
+        out.print(f"exported   {meta['path']} ({', '.join(meta['files'])})")
     if out.json_path is not None:
         from dcoc.results.result import _json_default
 

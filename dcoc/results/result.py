@@ -99,6 +99,9 @@ class TuneResult:
     #: ``{input name: shape}`` the model was tuned at when not its declared shapes (the
     #: task names depend on it; ``dcoc.run`` / ``run`` use it), else None
     input_shapes: dict | None = None
+    #: how to load the model again: the absolute path of the ONNX file it was given as,
+    #: or its zoo / ``light_*`` name (None for an in-memory ``onnx.ModelProto``)
+    model_path: str | None = None
     _runner: Any = field(default=None, repr=False)
 
     @property
@@ -117,7 +120,7 @@ class TuneResult:
         on this hardware (built on first use; calibrated on random inputs -- use
         :func:`dcoc.run` for calibration data and the bit-exact / float comparisons).
         """
-        if self._runner is None and self.model:
+        if self._runner is None and (self.model_path or self.model):
             from dcoc.targets import get, is_accelerator
 
             if is_accelerator(self.target):
@@ -126,10 +129,21 @@ class TuneResult:
             raise RuntimeError("this result holds no compiled model")
         return self._runner(inputs)
 
+    def export(self, path: str) -> dict:
+        """Write what this run produced to ``path`` (:mod:`dcoc.results.export`): llvm/cuda
+        a shared library stock TVM loads (``X.so``, or ``PATH/model.so``) with a README;
+        vta/systolic a directory with the hardware config in the target's own format
+        (``vta_config.json``), a resource/clock report, the schedules and the commands
+        that reproduce the latency.  Returns the export's metadata (``files``, ...)."""
+        from dcoc.results.export import export
+
+        return export(self, path)
+
     def to_json(self) -> dict:
         hw = _hw_dict(self.hardware) if self.hardware is not None else None
         return {
             "model": self.model,
+            **({"model_path": self.model_path} if self.model_path else {}),
             "target": self.target,
             "board": self.board,
             "hardware": hw,

@@ -575,8 +575,8 @@ def vta_runner(result, calibration=None, input_shapes: dict | None = None):
     what ``TuneResult.run`` uses."""
     if input_shapes is None:
         input_shapes = getattr(result, "input_shapes", None)
-    s = Session(result.model, result.hardware, result, calibration=calibration,
-                board=result.board or "pynq", input_shapes=input_shapes)
+    s = Session(getattr(result, "model_path", None) or result.model, result.hardware, result,
+                calibration=calibration, board=result.board or "pynq", input_shapes=input_shapes)
 
     def runner(inputs: dict) -> list:
         samples = split_samples(load_inputs(inputs), s.shapes, s.dtypes, "inputs")

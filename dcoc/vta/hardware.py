@@ -60,6 +60,8 @@ LUT_PER_MULT = 60              # one int8 x int8 multiplier mapped to LUT6s
 LUT_PER_ADDER_INPUT = 18       # ~18-bit adder per input of each BLOCK_IN-wide adder tree
 LUT_PER_ALU_LANE = 150         # 32-bit MIN/MAX/ADD/SHR lane
 LUT_UTIL_LIMIT = 0.85          # above this fraction of LUTs we assume routing fails
+#: ``HW_VER`` of VTA's current config files (vta-reference §1.1)
+VTA_HW_VER = "0.0.2"
 
 #: int8 multipliers one DSP slice implements: DSP48E2 (UltraScale+, 27x18 multiplier) packs
 #: two int8 products that share an operand (Xilinx WP486 "Deep Learning with INT8
@@ -443,6 +445,41 @@ class HWConfig:
                + lanes * LUT_PER_ALU_LANE) * _SCALE["lut"]
         return {"bram36": self.bram36()["total"], "dsp": dsp, "lut": int(lut),
                 "multipliers": mults}
+
+    # -- VTA's own config file --------------------------------------------------------
+    def to_vta_config(self, target: str = "pynq", hw_ver: str = VTA_HW_VER) -> dict:
+        """This config as VTA's ``config/vta_config.json`` (vta-reference §1.1): the same
+        keys and meaning, every key but ``TARGET``/``HW_VER`` a log2.  A square core
+        (``block_in == block_out``) writes ``LOG_BLOCK`` as today's VTA does; a non-square
+        one writes the older ``LOG_BLOCK_IN``/``LOG_BLOCK_OUT`` pair (VTA before the 2019
+        refactor, and VTA++), which current VTA releases cannot build.  The clock and bus
+        width are not in the file: VTA takes them per ``TARGET`` from ``pkg_config.py``."""
+        cfg = {"TARGET": str(target), "HW_VER": str(hw_ver),
+               "LOG_INP_WIDTH": _log2(self.inp_width), "LOG_WGT_WIDTH": _log2(self.wgt_width),
+               "LOG_ACC_WIDTH": _log2(self.acc_width), "LOG_BATCH": _log2(self.batch)}
+        if self.block_in == self.block_out:
+            cfg["LOG_BLOCK"] = _log2(self.block_in)
+        else:
+            cfg["LOG_BLOCK_IN"] = _log2(self.block_in)
+            cfg["LOG_BLOCK_OUT"] = _log2(self.block_out)
+        cfg.update({"LOG_UOP_BUFF_SIZE": self.log_uop_buff, "LOG_INP_BUFF_SIZE": self.log_inp_buff,
+                    "LOG_WGT_BUFF_SIZE": self.log_wgt_buff, "LOG_ACC_BUFF_SIZE": self.log_acc_buff})
+        return cfg
+
+    @classmethod
+    def from_vta_config(cls, cfg: dict, freq_mhz: float = 100.0, bus_bytes: int = 8) -> "HWConfig":
+        """The inverse of :meth:`to_vta_config` (clock and bus are not in VTA's file)."""
+        try:
+            bi = cfg["LOG_BLOCK_IN"] if "LOG_BLOCK_IN" in cfg else cfg["LOG_BLOCK"]
+            bo = cfg["LOG_BLOCK_OUT"] if "LOG_BLOCK_OUT" in cfg else cfg["LOG_BLOCK"]
+            return cls(batch=1 << int(cfg["LOG_BATCH"]), block_in=1 << int(bi), block_out=1 << int(bo),
+                       log_uop_buff=int(cfg["LOG_UOP_BUFF_SIZE"]), log_inp_buff=int(cfg["LOG_INP_BUFF_SIZE"]),
+                       log_wgt_buff=int(cfg["LOG_WGT_BUFF_SIZE"]), log_acc_buff=int(cfg["LOG_ACC_BUFF_SIZE"]),
+                       freq_mhz=freq_mhz, bus_bytes=bus_bytes,
+                       inp_width=1 << int(cfg["LOG_INP_WIDTH"]), wgt_width=1 << int(cfg["LOG_WGT_WIDTH"]),
+                       acc_width=1 << int(cfg["LOG_ACC_WIDTH"]))
+        except KeyError as exc:
+            raise ConfigError(f"vta_config.json lacks {exc.args[0]}") from None
 
 
 #: preset name -> HWConfig keyword arguments

@@ -1,0 +1,327 @@
+"""Export what a tuning run produced, in a form that lives without dcoc.
+
+* llvm / cuda: the tuned model compiled into one shared library (``export_library``) that
+  stock TVM loads with ``tvm.runtime.load_module`` + ``relax.VirtualMachine``
+  (:mod:`tvm_plugin.export`), with a ``README.md`` and ``export.json`` saying its inputs,
+  its target (``mcpu``) and how to load it.
+* accelerators (vta, systolic): a directory holding the hardware config in the target's
+  own format (VTA: ``vta_config.json`` with the keys of VTA's ``config/vta_config.json``),
+  a resource / clock report, the per-layer schedules and the commands that reproduce the
+  latency.  ``dcoc run``'s executable is not exported: its accelerator layers are Python
+  packed functions registered in the running process (the simulator), so a saved library
+  would not load anywhere else.
+
+:func:`export` takes a :class:`~dcoc.results.result.TuneResult` or a finished run's work
+dir; :func:`check` re-simulates an exported accelerator directory from its files alone.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import shutil
+
+from dcoc.errors import ConfigError, DcocError
+
+__all__ = ["export", "check", "check_export_path", "EXPORT_FILE", "VTA_CONFIG_FILE"]
+
+EXPORT_FILE = "export.json"
+VTA_CONFIG_FILE = "vta_config.json"
+SYSTOLIC_CONFIG_FILE = "systolic_config.json"
+REPORT_FILE = "hardware_report.json"
+SCHEDULES_FILE = "schedules.json"
+LAYERS_FILE = "layers.json"
+
+#: why ``dcoc run``'s executable is not part of an export (README text)
+RUN_NOT_EXPORTED = (
+    "`dcoc run`'s compiled model is not exported: its accelerator layers call packed "
+    "functions that dcoc registers in the running Python process (the simulator), so a "
+    "saved library would not load without dcoc.  Deploying on a real FPGA needs VTA's own "
+    "runtime and a bitstream built from the hardware config.")
+
+
+# ============================================================================ entry points
+def export(source, path: str) -> dict:
+    """Export a TuneResult or a finished run's work dir to ``path``; returns the export's
+    metadata (what ``export.json`` holds, plus ``files``)."""
+    data, work_dir, executable = _source(source)
+    from dcoc.targets import available, is_accelerator
+
+    target = str(data.get("target") or "")
+    if target in available() and is_accelerator(target):
+        return _export_accelerator(data, work_dir, os.fspath(path))
+    from tvm_plugin.export import export_tvm
+
+    return export_tvm(data, work_dir, os.fspath(path), executable=executable)
+
+
+def check(path: str) -> dict:
+    """Re-simulate an exported accelerator directory from its files alone (hardware config,
+    schedules, layer workloads): ``{"latency_ms", "exported_latency_ms", "layers"}``."""
+    from dcoc.codesign.prior import read_layers
+    from dcoc.targets import get
+
+    meta = _read_json(os.path.join(path, EXPORT_FILE), "export")
+    tg = get(meta.get("target"))
+    hw = _hw_from_export(path, meta, tg)
+    sched = _read_json(os.path.join(path, SCHEDULES_FILE), "export")["schedules"]
+    layers = read_layers(os.path.join(path, LAYERS_FILE), tg)
+    if not layers:
+        raise ConfigError(f"{path} has no {LAYERS_FILE}: nothing to simulate")
+    m = tg.measurer(n_workers=0)
+    rows, total = [], 0.0
+    try:
+        for layer in layers.values():
+            if layer.name not in sched:
+                raise ConfigError(f"{path}/{SCHEDULES_FILE} has no schedule for layer {layer.name}")
+            r = m.measure(tg.task(layer, hw), [sched[layer.name]])[0]
+            if not r.valid:
+                raise DcocError(f"layer {layer.name}: the exported schedule is not valid on "
+                                f"{hw.name} ({r.error_msg or r.error_no})")
+            total += layer.count * r.cost
+            rows.append({"layer": layer.name, "count": layer.count, "ms": r.cost * 1e3})
+    finally:
+        m.close()
+    return {"latency_ms": total * 1e3, "exported_latency_ms": meta.get("latency_ms"),
+            "hardware": hw.name, "layers": rows}
+
+
+def check_export_path(path: str) -> str:
+    """Check, before any work, that ``path`` can take an export (a ``.so`` file, or a
+    directory: not an existing file; writable).  One-line DcocError otherwise."""
+    from dcoc.paths import check_output_file
+
+    p = os.fspath(path)
+    if p.endswith(".so"):
+        return check_output_file(p, "export file")
+    if os.path.exists(p) and not os.path.isdir(p):
+        raise ConfigError(f"export path {p} exists and is not a directory")
+    check_output_file(os.path.join(p, EXPORT_FILE), "export directory")
+    return p
+
+
+# ============================================================================ sources
+def _source(source):
+    """(result dict, work dir, in-memory executable or None) of a TuneResult / work dir."""
+    if hasattr(source, "to_json"):
+        return source.to_json(), source.work_dir, getattr(source, "executable", None)
+    wd = os.fspath(source)
+    if not os.path.isdir(wd):
+        raise ConfigError(f"'{wd}' is not a directory (expected the work dir of a finished "
+                          "`dcoc tune` run)")
+    data = _read_json(os.path.join(wd, "result.json"), "work dir")
+    data.setdefault("work_dir", wd)
+    if not data.get("model_path") or not data.get("input_shapes"):
+        ident = os.path.join(wd, "dcoc_run.json")
+        if os.path.isfile(ident):  # older results: the model/shapes the work dir belongs to
+            idn = _read_json(ident, "work dir")
+            data.setdefault("input_shapes", idn.get("input_shapes"))
+    return data, wd, None
+
+
+def _read_json(path: str, what: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        hint = " (did the run finish?)" if path.endswith("result.json") else ""
+        raise ConfigError(f"{what} file {path} does not exist{hint}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} does not hold a JSON object")
+    return data
+
+
+def model_source(data: dict) -> str:
+    """What :func:`tvm_plugin.frontend.load` takes to load the run's model again: the
+    recorded ONNX path (``model_path``), else the model's name (a zoo name)."""
+    src = data.get("model_path") or data.get("model")
+    if not src:
+        raise ConfigError("the result does not name its model")
+    return str(src)
+
+
+def _write_text(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise DcocError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _write_json(path: str, obj) -> None:
+    _write_text(path, json.dumps(obj, indent=2, default=_default) + "\n")
+
+
+def _default(o):
+    if hasattr(o, "item"):
+        return o.item()
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    return str(o)
+
+
+def _prepare_dir(path: str) -> None:
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ConfigError(f"export path {path} exists and is not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create export directory {path}: {exc.strerror or exc}") from None
+
+
+# ============================================================================ accelerators
+def _hw_from_export(path, meta, tg):
+    report = _read_json(os.path.join(path, REPORT_FILE), "export")
+    if tg.name == "vta":
+        from dcoc.vta.hardware import HWConfig
+
+        cfg = _read_json(os.path.join(path, VTA_CONFIG_FILE), "export")
+        return HWConfig.from_vta_config(cfg, freq_mhz=float(report["clock_mhz"]),
+                                        bus_bytes=int(report["bus_bytes"]))
+    cfg = _read_json(os.path.join(path, SYSTOLIC_CONFIG_FILE), "export")
+    return tg.parse_hw({k: v for k, v in cfg.items() if k != "name"})
+
+
+def _run_command(data: dict, schedules_path: str) -> str | None:
+    """The ``dcoc run`` command that rebuilds the model on this hardware (VTA only)."""
+    if data.get("target") != "vta":
+        return None
+    cmd = ["dcoc", "run", model_source(data), "--schedules", schedules_path,
+           "--board", str(data.get("board") or "pynq")]
+    for name, shape in (data.get("input_shapes") or {}).items():
+        cmd += ["--input-shape", f"{name}:{','.join(str(int(d)) for d in shape)}"]
+    return " ".join(shlex.quote(c) for c in cmd)
+
+
+def _export_accelerator(data: dict, work_dir: str | None, path: str) -> dict:
+    from dcoc.targets import get
+
+    tg = get(data["target"])
+    bd = tg.board(data.get("board") or tg.default_board)
+    hw = tg.parse_hw(data.get("hardware"), bd.name)
+    if hw is None:
+        raise ConfigError("the result holds no hardware config")
+    _prepare_dir(path)
+    files = []
+
+    # the hardware config in the target's own format
+    if tg.name == "vta":
+        _write_json(os.path.join(path, VTA_CONFIG_FILE), hw.to_vta_config(target=bd.name))
+        files.append(VTA_CONFIG_FILE)
+    else:
+        native = {**tg.hw_values(hw), "freq_mhz": hw.freq_mhz, "bus_bytes": hw.bus_bytes,
+                  "name": hw.name}
+        _write_json(os.path.join(path, SYSTOLIC_CONFIG_FILE), native)
+        files.append(SYSTOLIC_CONFIG_FILE)
+
+    # resources and clock (dcoc's resource model)
+    res = tg.resources(hw, bd)
+    budgets = {k: v[0] for k, v in tg.budgets(bd).items()}
+    report = {"hardware": hw.name, "target": tg.name, "board": bd.name,
+              "part": getattr(bd, "part", None), "clock_mhz": hw.freq_mhz,
+              "bus_bytes": hw.bus_bytes, "resources": res, "budgets": budgets,
+              "utilization": {k: res[k] / budgets[k] for k in budgets if k in res and budgets[k]},
+              "source": "dcoc's resource and clock model (docs/vta.md), not a synthesis report"}
+    if tg.name == "vta":
+        report["core"] = {"batch": hw.batch, "block_in": hw.block_in, "block_out": hw.block_out,
+                          "peak_gops": hw.peak_gops}
+        report["buffers"] = {b: {"bytes": 1 << getattr(hw, f"log_{b}_buff"),
+                                 "depth": getattr(hw, f"{b}_depth")}
+                             for b in ("uop", "inp", "wgt", "acc")}
+        report["bram36_per_buffer"] = hw.bram36()
+    else:
+        report["core"] = {"rows": hw.rows, "cols": hw.cols, "pes": hw.pes}
+    _write_json(os.path.join(path, REPORT_FILE), report)
+    files.append(REPORT_FILE)
+
+    # schedules (a `dcoc run --schedules` file: hardware + per-layer knobs)
+    sched = {"target": tg.name, "board": bd.name, "hardware": _hw_fields(hw),
+             "schedules": data.get("schedules") or {}, "layers": data.get("layers") or [],
+             "cpu_layers": data.get("cpu_layers") or [], "latency_ms": data.get("latency_ms")}
+    if data.get("input_shapes"):
+        sched["input_shapes"] = data["input_shapes"]
+    _write_json(os.path.join(path, SCHEDULES_FILE), sched)
+    files.append(SCHEDULES_FILE)
+    if work_dir and os.path.isfile(os.path.join(work_dir, LAYERS_FILE)):
+        shutil.copyfile(os.path.join(work_dir, LAYERS_FILE), os.path.join(path, LAYERS_FILE))
+        files.append(LAYERS_FILE)
+
+    # the commands, run from inside the export directory (it may be moved)
+    check_cmd = "dcoc export --check ." if LAYERS_FILE in files else None
+    run_cmd = _run_command(data, SCHEDULES_FILE)
+    meta = {"target": tg.name, "board": bd.name, "model": data.get("model"),
+            "model_path": data.get("model_path"), "input_shapes": data.get("input_shapes"),
+            "hardware": hw.name, "latency_ms": data.get("latency_ms"),
+            "trials": data.get("trials"), "tuner": data.get("tuner"), "seed": data.get("seed"),
+            "work_dir": work_dir, "commands": {"check": check_cmd, "run": run_cmd},
+            "dcoc_run_executable": "not exported: " + RUN_NOT_EXPORTED}
+    _write_json(os.path.join(path, EXPORT_FILE), meta)
+    files.append(EXPORT_FILE)
+    _write_text(os.path.join(path, "README.md"),
+                _accelerator_readme(tg, bd, hw, data, report, check_cmd, run_cmd))
+    files.append("README.md")
+    return {**meta, "path": path, "files": files}
+
+
+def _hw_fields(hw) -> dict:
+    """A hardware config's constructor fields plus ``name`` (as ``result.json`` has them)."""
+    import dataclasses
+
+    return {**{f.name: getattr(hw, f.name) for f in dataclasses.fields(hw) if f.init}, "name": hw.name}
+
+
+def _accelerator_readme(tg, bd, hw, data, report, check_cmd, run_cmd) -> str:
+    r = report["resources"]
+    lat = data.get("latency_ms")
+    lines = [f"# {data.get('model')} on {hw.name} ({tg.name}, {bd.name})", "",
+             f"Exported by dcoc from a tuning run ({data.get('trials')} trials, tuner "
+             f"{data.get('tuner')}, seed {data.get('seed')}).  Accelerator latency "
+             f"{lat:.3f} ms per inference on dcoc's simulator (the layers the accelerator runs; "
+             "the CPU layers are not included)." if lat is not None else "", "",
+             "| file | what |", "|---|---|"]
+    if tg.name == "vta":
+        lines.append(f"| `{VTA_CONFIG_FILE}` | the hardware config in VTA's own format "
+                     "(the keys of tvm-vta's `config/vta_config.json`) |")
+    else:
+        lines.append(f"| `{SYSTOLIC_CONFIG_FILE}` | the array config (rows, cols, log2 SRAM bytes, "
+                     "clock, DRAM bytes per cycle) |")
+    lines += [f"| `{REPORT_FILE}` | resources (BRAM36, DSP, LUT) against the board, clock, bus |",
+              f"| `{SCHEDULES_FILE}` | the hardware and every layer's schedule (knobs), per-layer "
+              "cycles and time |"]
+    if check_cmd:
+        lines.append(f"| `{LAYERS_FILE}` | the layers' workloads, for `dcoc export --check` |")
+    lines += [f"| `{EXPORT_FILE}` | this export's metadata and commands |", "",
+              "## Hardware", "",
+              f"- {report.get('part') or bd.name}: clock {hw.freq_mhz:g} MHz, bus {hw.bus_bytes} B",
+              f"- BRAM36 {r.get('bram36')}, DSP {r.get('dsp')}, LUT {r.get('lut')} "
+              f"(budgets: {', '.join(f'{k} {v:g}' for k, v in report['budgets'].items())})",
+              "- these are dcoc's resource and clock model estimates, not synthesis results", ""]
+    if tg.name == "vta":
+        square = hw.block_in == hw.block_out
+        lines += ["To build the accelerator, copy `vta_config.json` over tvm-vta's "
+                  "`config/vta_config.json` (TARGET is the board; VTA's `pkg_config.py` sets the "
+                  "clock and bus per TARGET)." + ("" if square else
+                  "  The core is not square (BLOCK_IN != BLOCK_OUT), so the file uses the older "
+                  "`LOG_BLOCK_IN`/`LOG_BLOCK_OUT` keys: current tvm-vta, whose hardware has one "
+                  "`LOG_BLOCK`, cannot build it as is."), ""]
+    lines += ["## Reproducing the latency", "", "From this directory:", ""]
+    if check_cmd:
+        lines += ["Re-simulate every layer from the files here (timing only):", "", "```bash",
+                  check_cmd, "```", ""]
+    if run_cmd:
+        lines += ["Quantize the model to int8 and run it on the simulator with these schedules, "
+                  "bit-exact against an integer reference (prints the accelerator time):", "",
+                  "```bash", run_cmd, "```", "",
+                  "`dcoc run` times each layer with the epilogue the quantized model really has "
+                  "(with or without a bias, plus residual adds, which can also adapt a tiling "
+                  "that no longer fits), while the tuner times every layer with a bias-only "
+                  "epilogue; so its accelerator time differs from the one above: larger where "
+                  "residual adds force other tilings (docs/run.md).  The check above "
+                  "reproduces the tuner's number exactly.", ""]
+    lines += ["## Not exported", "", RUN_NOT_EXPORTED, ""]
+    return "\n".join(lines)
