@@ -98,6 +98,9 @@ def plot_curves(curves: dict, path: str, title: str, ylabel: str = "best latency
     if xlabel == "trials":  # whole trials: no 2.5 ticks on a short run
         from matplotlib.ticker import MaxNLocator
 
+        lo, hi = ax.get_xlim()
+        if hi - lo < 2:  # one or two trials: widen to whole numbers around them
+            ax.set_xlim(max(0, round(lo) - 1), round(hi) + 1)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.tick_params(labelsize=FONT["tick"])
     ax.grid(alpha=0.3)

@@ -151,3 +151,16 @@ def test_per_task_plots_name_the_tuner_that_ran(tmp_path):
 
     assert _ms_tuner(str(tmp_path), {"tuner": "surrogate", "seed": 3}) == ("surrogate", 3)
     assert _ms_tuner(str(tmp_path), None) == ("metaschedule", None)
+
+
+def test_trial_axis_has_whole_numbers(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from dcoc.results import plots
+
+    figs = []
+    monkeypatch.setattr(plt, "close", figs.append)
+    for pts in ([(1, 15.4)], [(1, 3.0), (2, 2.5), (3, 2.5)]):
+        plots.plot_curves({"surrogate s0": pts}, str(tmp_path / "p.png"), "t", ylabel="ms")
+        ticks = figs[-1].axes[0].get_xticks()
+        assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks), ticks
