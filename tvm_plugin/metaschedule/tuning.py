@@ -318,8 +318,10 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = DEFAULT_TUN
         :class:`tvm_plugin.frontend.Model`.
     target: ``"llvm"`` (this machine: host ``mcpu``, physical cores), ``"cuda"``, a TVM
         target JSON dict (``num-cores`` is added when missing) or a ``tvm.target.Target``.
-    trials: total measurement budget over all tasks (``max_trials_global``); a run measures
-        exactly this many candidates unless a task's space runs out or ``time_budget`` ends it.
+    trials: total measurement budget over all tasks (``max_trials_global``); a run of a dcoc
+        tuner measures exactly this many candidates unless a task's space runs out or
+        ``time_budget`` ends it (MetaSchedule's own strategies cut a batch only at a task's
+        cap, so their last batch may pass the total by less than one batch).
     tuner: a dcoc tuner name or spec (``"surrogate"`` default, ``"dcoc"``, ``"xgb"``, ...)
         driven through :class:`~tvm_plugin.metaschedule.strategy.TunerStrategy`, or
         MetaSchedule's ``"evolutionary"`` (EvolutionarySearch with its XGBoost cost model) /
