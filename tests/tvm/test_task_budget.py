@@ -123,6 +123,17 @@ def test_time_budget_stops_the_search_and_keeps_its_records(tuned, tmp_path):
         tune_model(path, "llvm", trials=4, work_dir=str(tmp_path / "x"), time_budget=0)
 
 
+def test_under_a_time_budget_the_first_round_is_one_trial_per_task(tuned, tmp_path):
+    """trials=12 on 3 tasks makes batches of 2; with a time budget the first round runs
+    first with one-trial batches, then the rest by gradient: still exactly 12 trials."""
+    from tvm_plugin.metaschedule.tuning import tune_model
+
+    res = tune_model(tuned[0], "llvm", trials=12, tuner="random", seed=0, work_dir=str(tmp_path),
+                     progress=False, time_budget=600, measure=False, baseline=False)
+    assert not res.extra["stopped_on_time"]
+    assert res.trials == 12 and all(row["trials"] >= 1 for row in res.layers)
+
+
 def test_replay_trace_runs_under_the_same_scheduler_and_names_itself(tuned, tmp_path):
     from tvm_plugin.metaschedule.tuning import tune_model
 

@@ -16,7 +16,10 @@ them differs in the search only:
   them from an unseeded generator).
 * **Wall-clock budget.**  With ``deadline`` (a ``time.perf_counter()`` value) no new batch
   starts once it has passed; batches in flight finish and are recorded, and
-  :attr:`BudgetScheduler.stopped_on_time` says so.
+  :attr:`BudgetScheduler.stopped_on_time` says so.  When time rather than trials is what
+  binds, ``tune_model`` runs the first round as a phase of its own with one-trial batches
+  (a second scheduler, given the first one's ``history``, continues with full batches), so
+  that the first round reaches every task before the time is spent.
 
 The scheduler learns each batch's results through :meth:`BudgetScheduler.callback` (a
 measure callback; add it to ``tune_tasks``' ``measure_callbacks``).
@@ -68,7 +71,7 @@ class _BudgetScheduler(PyTaskScheduler):
     """Implementation of :class:`BudgetScheduler` (use the decorated class)."""
 
     def __init__(self, order: Sequence[int], seed: int = 0, deadline: float | None = None,
-                 alpha: float = ALPHA, window: int = WINDOW):
+                 alpha: float = ALPHA, window: int = WINDOW, history: dict | None = None):
         super().__init__()
         self.order = [int(i) for i in order]
         self.rng = random.Random(int(seed))
@@ -79,8 +82,9 @@ class _BudgetScheduler(PyTaskScheduler):
         self.batches = 0
         self._rr = 0
         self._joined = False
-        self.best: dict = {}     # task id -> best valid cost so far (s)
-        self.history: dict = {}  # task id -> best cost after each of its batches
+        # task id -> best cost after each of its batches (``history``: an earlier phase's)
+        self.history: dict = {int(k): list(v) for k, v in (history or {}).items()}
+        self.best: dict = {k: v[-1] for k, v in self.history.items() if v}
 
     # ------------------------------------------------------------ results
     def observe(self, task_id: int, costs: Sequence[float | None]) -> None:
@@ -175,6 +179,7 @@ order: task indices for the first round (:func:`first_round_order`).
 seed: breaks ties between tasks of equal gradient.
 deadline: ``time.perf_counter()`` value after which no new batch starts (None: no limit).
 alpha, window: the gradient's parameters (MetaSchedule's defaults).
+history: ``{task id: best cost after each batch}`` of an earlier phase of the same run.
 """
 
 __all__ = ["BudgetScheduler", "batch_size", "coverage_warning", "first_round_order"]

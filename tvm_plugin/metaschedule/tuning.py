@@ -464,10 +464,9 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
     for info, w in zip(task_info, weights):
         info["weight"] = float(w)
 
-    if num_trials_per_iter is None:
+    auto_batch = num_trials_per_iter is None
+    if auto_batch:
         num_trials_per_iter = batch_size(int(trials), len(ctxs))
-    if hasattr(strategy, "limit_total"):  # dcoc strategies: no batch past `trials`
-        strategy.limit_total(int(trials))
     db = ms.database.JSONDatabase(work_dir=work_dir)
     recorded = _recorded_bests(db, ctxs)
     n_recorded = sum(n for n, _ in recorded.values())
@@ -487,31 +486,53 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
     warn = coverage_warning(int(trials), len(ctxs))
     if warn:
         _say(progress, "dcoc: warning: " + warn)
-    if task_scheduler == "gradient":
-        sched = BudgetScheduler(order=first_round_order([t["weight"] for t in task_info],
-                                                        [t["flop"] for t in task_info]),
-                                seed=seed)
-    else:
-        sched = task_scheduler
+    # Phases (global budget after the phase, batch size): one, unless a wall-clock budget
+    # binds before the trials do -- then every task's first trial comes in a phase of
+    # one-trial batches, so the first round reaches every task before the time is spent.
+    phases = [(int(trials), int(num_trials_per_iter))]
+    if (time_budget and auto_batch and task_scheduler == "gradient" and not n_recorded
+            and num_trials_per_iter > 1):
+        phases.insert(0, (min(int(trials), len(ctxs)), 1))
+    order = first_round_order([t["weight"] for t in task_info], [t["flop"] for t in task_info])
+    if isinstance(cost_model, str) and len(phases) > 1:  # one model over both phases
+        cost_model = ms.cost_model.CostModel.create(cost_model, num_tuning_cores=ctxs[0].num_threads,
+                                                    tree_method="auto")
     t_tune = time.perf_counter()
-    if time_budget and hasattr(sched, "stopped_on_time"):
-        sched.deadline = t_tune + float(time_budget)
+    deadline = t_tune + float(time_budget) if time_budget else None
+    stopped_on_time, history = False, None
     lg, old_level = _silence_metaschedule(verbose)
     try:
-        callbacks = MEASURE_CALLBACKS() + [_progress_callback(prog)]
-        if hasattr(sched, "callback"):
-            callbacks.append(sched.callback())
-        ms.tune_tasks(tasks=ctxs, task_weights=weights, work_dir=work_dir,
-                      max_trials_global=int(trials),
-                      max_trials_per_task=int(trials_per_task or trials),
-                      num_trials_per_iter=int(num_trials_per_iter), builder=b, runner=r,
-                      database=db, cost_model=cost_model, measure_callbacks=callbacks,
-                      task_scheduler=sched)
+        for k, (upto, per_iter) in enumerate(phases):
+            left = upto - prog.total
+            if left <= 0:
+                continue
+            if deadline is not None and time.perf_counter() >= deadline:
+                stopped_on_time = True
+                break
+            if task_scheduler == "gradient":
+                sched = BudgetScheduler(order=order if k == 0 else [], seed=seed,
+                                        deadline=deadline, history=history)
+            else:
+                sched = task_scheduler
+            if hasattr(strategy, "limit_total"):  # dcoc strategies: no batch past `upto`
+                strategy.limit_total(upto)
+            callbacks = MEASURE_CALLBACKS() + [_progress_callback(prog)]
+            if hasattr(sched, "callback"):
+                callbacks.append(sched.callback())
+            ms.tune_tasks(tasks=ctxs, task_weights=weights, work_dir=work_dir,
+                          max_trials_global=int(left),
+                          max_trials_per_task=int(trials_per_task or trials),
+                          num_trials_per_iter=int(per_iter), builder=b, runner=r,
+                          database=db, cost_model=cost_model, measure_callbacks=callbacks,
+                          task_scheduler=sched)
+            history = getattr(sched, "history", None)
+            if getattr(sched, "stopped_on_time", False):
+                stopped_on_time = True
+                break
     finally:
         lg.setLevel(old_level)
         if isinstance(builder, str):
             close_builder(b)
-    stopped_on_time = bool(getattr(sched, "stopped_on_time", False))
     if stopped_on_time:
         _say(progress, f"dcoc: time budget of {time_budget:g} s spent: stopped after "
                        f"{prog.total} of {trials} trials (every measured trial is recorded)")
