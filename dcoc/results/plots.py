@@ -70,7 +70,8 @@ def plot_curves(curves: dict, path: str, title: str, ylabel: str = "best latency
     fig, ax = plt.subplots(figsize=FIGSIZE, dpi=DPI)
     for i, ref in enumerate([baseline] + list(refs or [])):
         if ref is not None and isinstance(ref[1], (int, float)) and math.isfinite(ref[1]):
-            ax.axhline(ref[1], color="0.35" if i == 0 else "tab:green", ls="--" if i == 0 else ":",
+            ax.axhline(ref[1], color="0.35" if i == 0 else ("tab:green", "tab:purple", "tab:red")[(i - 1) % 3],
+                       ls="--" if i == 0 else ":",
                        lw=1.5, zorder=1, label=ref[0])
     for label, data in curves.items():
         if data and isinstance(data[0], (list, tuple)) and data and isinstance(data[0][0], (list, tuple)):
@@ -166,6 +167,9 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
                 lat = res.get("latency_ms")
                 if isinstance(lat, (int, float)) and math.isfinite(lat):
                     refs.append((f"tuned model, measured: {lat:.3f} ms", lat))
+                ort = res.get("onnxruntime_ms")
+                if isinstance(ort, (int, float)) and math.isfinite(ort):
+                    refs.append((f"ONNX Runtime, measured: {ort:.3f} ms", ort))
             written.append(plot_curves(curves, os.path.join(out_dir, "curve.png"),
                                        f"{res.get('model')} on {where}: best end-to-end latency",
                                        ylabel=ylabel, refs=refs,
