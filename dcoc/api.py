@@ -176,15 +176,17 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
         (:mod:`dcoc.codesign.prior`).  Not counted as trials, never written to this run's
         records.
     """
-    from dcoc.tuners import tuner_kwargs
-
-    tuner_kwargs(tuner)  # a one-line error for an unknown name or setting, before any work
-    if int(trials) < 1:
-        raise DcocError(f"trials must be >= 1, got {trials}")
     from dcoc.targets import get as get_target
     from dcoc.targets import is_accelerator
+    from dcoc.tuners import check
 
     is_acc = is_accelerator(target)
+    check(tuner, is_acc)  # a one-line error for an unknown name or setting, before any work
+    if int(trials) < 1:
+        raise DcocError(f"trials must be >= 1, got {trials}")
+    if is_acc and kwargs.get("time_budget") is not None:
+        raise DcocError("time_budget bounds MetaSchedule tuning (llvm/cuda targets); an "
+                        "accelerator run is bounded by its trials")
     tname = get_target(target).name if is_acc else None
     if is_acc and board is None:
         board = get_target(tname).default_board

@@ -27,17 +27,25 @@ Tune MODEL end to end and print a per-layer table and a summary.
   weight registers and three SRAM sizes; tile sizes, loop order and double buffering per
   layer) on its tile-stream simulator, within --board arty-a7 (default) or kv260.
 --target llvm / cuda / JSON dict: tune the model's MetaSchedule tasks with the tuner as
-  the search strategy, compile the tuned model and measure it against the untuned one.
+  the search strategy, compile the tuned model and measure it against the untuned one and
+  (llvm) against ONNX Runtime on the same threads.  Trials go to every task once (largest
+  share of the model's time first), then where the model's time is (MetaSchedule's
+  gradient rule); --time-budget stops starting new batches once its seconds are spent.
 
 tuners (--tuner; every name runs the same algorithm on every target):
 {tuners}
+MetaSchedule's own searches, llvm/cuda only (same task scheduler and budget as the above):
+  evolutionary  EvolutionarySearch at its defaults (population 512) + its XGBoost cost model
+  replay-trace  ReplayTrace: random traces of the design space, no cost model
 
 Records are appended to WORK_DIR/records.jsonl (vta) or a MetaSchedule database
 (llvm/cuda) as they are measured; rerunning the same command resumes (nothing recorded is
 measured again).  A work dir belongs to one model and target (WORK_DIR/dcoc_run.json):
 another model or target is refused.  The result goes to WORK_DIR/result.json (and
---json PATH, or stdout with --json -), the tuning curve to WORK_DIR/curve.png.  llvm/cuda:
-TVM's own logs and native warnings go to WORK_DIR/logs/ (-v: to the console).
+--json PATH, or stdout with --json -), the tuning curve to WORK_DIR/curve.png (llvm/cuda:
+the estimated model latency, drawn once every task has a measured schedule, i.e. when
+--trials >= tasks).  llvm/cuda: TVM's own logs and native warnings go to WORK_DIR/logs/
+(-v: to the console).
 
 examples:
   dcoc tune resnet18 --target vta --board pynq --trials 300
@@ -46,6 +54,7 @@ examples:
   dcoc tune resnet18 --target systolic --board kv260 --trials 500
   dcoc tune resnet18 --board pynq --trials 300 --pareto
   dcoc tune light_squeezenet --target llvm --trials 64 --json out.json
+  dcoc tune resnet18 --target llvm --trials 5000 --time-budget 600 --tuner evolutionary
   dcoc tune resnet18 --trials 300 -q --json - | jq .latency_ms"""
 
 
@@ -62,6 +71,10 @@ def add_arguments(parser) -> None:
                                                                   for t in available()) + ")")
     parser.add_argument("--trials", type=int, default=2000,
                         help="measurement budget: simulations (vta) or builds+runs (default: 2000)")
+    parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                        help="llvm/cuda: wall-clock seconds for the search; no new batch starts "
+                             "once they are spent (what was measured is kept; the summary says "
+                             "it stopped on time)")
     add_tuner_argument(parser)
     parser.add_argument("--seed", type=int, default=0, help="the one seed of every random choice (default: 0)")
     parser.add_argument("--work-dir", default=None,
@@ -99,28 +112,37 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import dcoc
     from dcoc.errors import DcocError
-    from dcoc.tuners import tuner_kwargs
+    from dcoc.tuners import check
 
     out = Output(args)  # checks a --json PATH before the run
-    tuner_kwargs(args.tuner)  # an unknown tuner or setting: one line, before any work
+    from dcoc.targets import is_accelerator
+
+    accel = is_accelerator(args.target.strip())
+    check(args.tuner, accel)  # an unknown tuner or setting: one line, before any work
     if args.workers is not None and args.workers < 0:
         raise DcocError(f"--workers must be >= 0 (0 = in-process), got {args.workers}")
+    budget = getattr(args, "time_budget", None)
+    if budget is not None and not budget > 0:
+        raise DcocError(f"--time-budget must be > 0 seconds, got {budget:g}")
     shapes = parse_input_shapes(args.input_shape)
     if getattr(args, "export", None):
         from dcoc.results.export import check_export_path
 
         check_export_path(args.export)  # before any work
     kw = {}
-    from dcoc.targets import is_accelerator
-
-    if not is_accelerator(args.target.strip()):
+    if not accel:
         kw["runner"] = args.runner
         kw["verbose"] = out.verbose
         if getattr(args, "flush_cache", False):
             kw["flush_cache"] = True
+        if budget is not None:
+            kw["time_budget"] = budget
     elif getattr(args, "flush_cache", False):
         raise DcocError("--flush-cache times CPU kernels (target llvm); the VTA simulator "
                         "has no cache to flush")
+    elif budget is not None:
+        raise DcocError("--time-budget bounds MetaSchedule tuning (--target llvm/cuda); an "
+                        "accelerator run is bounded by --trials")
     res = dcoc.tune(args.model, target=_target_arg(args.target), board=args.board, trials=args.trials,
                     tuner=args.tuner, seed=args.seed, work_dir=args.work_dir,
                     resume=not args.no_resume, hardware=args.hardware, input_shapes=shapes,
@@ -192,10 +214,35 @@ def summary(res) -> str:
     out.append(f"latency    {res.latency_ms:.3f} ms  ({res.throughput:.1f} inferences/s)")
     if is_accelerator(res.target):
         base = get(res.target).baseline_label(res.board)
+        out.append(f"baseline   {res.baseline_latency_ms:.3f} ms  ({base}); speedup {res.speedup:.2f}x")
     else:
-        base = "untuned"
-    out.append(f"baseline   {res.baseline_latency_ms:.3f} ms  ({base}); speedup {res.speedup:.2f}x")
+        out += _llvm_lines(res)
     out.append(f"trials     {res.trials}  tuner {res.tuner}" + (f" ({res.method})" if res.method else "")
                + f"  seed {res.seed}  wall {res.wall_seconds:.0f} s")
     out.append(f"work dir   {res.work_dir}")
     return "\n".join(out)
+
+
+def _llvm_lines(res) -> list:
+    """llvm/cuda: the speed-up line against untuned TVM and ONNX Runtime, the tasks left
+    with TVM's default code, and how the budget ended."""
+    import math
+
+    ex = res.extra or {}
+    out = []
+    ort = getattr(res, "onnxruntime_ms", None)
+    if math.isfinite(res.latency_ms):
+        from dcoc.baselines import speed_line
+
+        out.append("speed-up   " + speed_line(res.latency_ms, res.baseline_latency_ms,
+                                              ort if ort is not None else math.nan,
+                                              ex.get("runtime_threads")))
+    untuned, n = ex.get("untuned_tasks") or [], ex.get("n_tasks")
+    if untuned and n:
+        from dcoc.baselines import untuned_phrase
+
+        out.append("untuned    " + untuned_phrase(len(untuned), n, len(ex.get("unmeasured_tasks") or [])))
+    if ex.get("stopped_on_time"):
+        out.append(f"budget     stopped on time: {ex.get('time_budget_s'):g} s spent after "
+                   f"{ex.get('new_trials')} new trials")
+    return out

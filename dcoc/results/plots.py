@@ -70,7 +70,8 @@ def plot_curves(curves: dict, path: str, title: str, ylabel: str = "best latency
     fig, ax = plt.subplots(figsize=FIGSIZE, dpi=DPI)
     for i, ref in enumerate([baseline] + list(refs or [])):
         if ref is not None and isinstance(ref[1], (int, float)) and math.isfinite(ref[1]):
-            ax.axhline(ref[1], color="0.35" if i == 0 else "tab:green", ls="--" if i == 0 else ":",
+            ax.axhline(ref[1], color="0.35" if i == 0 else ("tab:green", "tab:purple", "tab:red")[(i - 1) % 3],
+                       ls="--" if i == 0 else ":",
                        lw=1.5, zorder=1, label=ref[0])
     for label, data in curves.items():
         if data and isinstance(data[0], (list, tuple)) and data and isinstance(data[0][0], (list, tuple)):
@@ -95,6 +96,13 @@ def plot_curves(curves: dict, path: str, title: str, ylabel: str = "best latency
     ax.set_xlabel(xlabel, fontsize=FONT["label"])
     ax.set_ylabel(ylabel, fontsize=FONT["label"])
     ax.set_title(title, fontsize=FONT["title"])
+    if xlabel == "trials":  # whole trials: no 2.5 ticks on a short run
+        from matplotlib.ticker import MaxNLocator
+
+        lo, hi = ax.get_xlim()
+        if hi - lo < 2:  # one or two trials: widen to whole numbers around them
+            ax.set_xlim(max(0, round(lo) - 1), round(hi) + 1)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.tick_params(labelsize=FONT["tick"])
     ax.grid(alpha=0.3)
     ax.legend(fontsize=FONT["legend"])
@@ -134,6 +142,7 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
     rec_path = os.path.join(run_dir, "records.jsonl") if os.path.isdir(run_dir) else run_dir
     result_path = os.path.join(run_dir, "result.json") if os.path.isdir(run_dir) else None
     written = []
+    res = None
     if result_path and os.path.exists(result_path):
         try:
             with open(result_path, encoding="utf-8") as f:
@@ -158,6 +167,9 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
                 lat = res.get("latency_ms")
                 if isinstance(lat, (int, float)) and math.isfinite(lat):
                     refs.append((f"tuned model, measured: {lat:.3f} ms", lat))
+                ort = res.get("onnxruntime_ms")
+                if isinstance(ort, (int, float)) and math.isfinite(ort):
+                    refs.append((f"ONNX Runtime, measured: {ort:.3f} ms", ort))
             written.append(plot_curves(curves, os.path.join(out_dir, "curve.png"),
                                        f"{res.get('model')} on {where}: best end-to-end latency",
                                        ylabel=ylabel, refs=refs,
@@ -184,6 +196,9 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
         rec_path = None
     if (rec_path is None or os.path.exists(rec_path)) and not written:  # per-task plots
         rows = load_ms_rows(ms_dir) if rec_path is None else Records.load(rec_path).rows
+        if rec_path is None:  # the database does not say who measured: result.json / run file
+            who = _ms_tuner(run_dir, res)
+            rows = [{**r, "tuner": who[0], "seed": who[1]} for r in rows]
         curves = curves_from_records(rows)
         tasks = sorted({k[2] for k in curves})
         if rows and len(tasks) <= 24:
@@ -194,6 +209,23 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
                 written.append(plot_curves(cs, os.path.join(out_dir, f"task_{_safe(name)}.png"),
                                            f"{name}: best schedule", ylabel="best cost (ms)"))
     return written
+
+
+def _ms_tuner(run_dir: str, res: dict | None) -> tuple:
+    """(tuner, seed) of a MetaSchedule work dir: its result.json, else its dcoc_run.json,
+    else ("metaschedule", None)."""
+    import json
+
+    for src in ([res] if isinstance(res, dict) else []) + [os.path.join(run_dir, "dcoc_run.json")]:
+        if isinstance(src, str):
+            try:
+                with open(src, encoding="utf-8") as f:
+                    src = json.load(f)
+            except (OSError, ValueError):
+                continue
+        if isinstance(src, dict) and src.get("tuner"):
+            return str(src["tuner"]), src.get("seed")
+    return "metaschedule", None
 
 
 def _safe(s: str) -> str:

@@ -102,6 +102,8 @@ class TuneResult:
     #: how to load the model again: the absolute path of the ONNX file it was given as,
     #: or its zoo / ``light_*`` name (None for an in-memory ``onnx.ModelProto``)
     model_path: str | None = None
+    #: llvm: ONNX Runtime's latency of the same model on the threads TVM's runtime uses
+    onnxruntime_ms: float | None = None
     _runner: Any = field(default=None, repr=False)
 
     @property
@@ -164,6 +166,7 @@ class TuneResult:
             "wall_seconds": round(self.wall_seconds, 2),
             **({"extra": self.extra} if self.extra else {}),
             **({"pareto": self.pareto} if self.pareto is not None else {}),
+            **({"onnxruntime_ms": self.onnxruntime_ms} if self.onnxruntime_ms is not None else {}),
             **({"input_shapes": {k: [int(d) for d in v] for k, v in self.input_shapes.items()}}
                if self.input_shapes else {}),
         }

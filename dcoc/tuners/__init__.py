@@ -47,6 +47,15 @@ DESCRIPTIONS = {
     "sweep": "no learning: default schedules, then neighbours (co-design: every core shape)",
 }
 
+#: MetaSchedule's own search strategies (llvm/cuda only: they search MetaSchedule's trace
+#: spaces, not a knob space, so they are not dcoc tuners; the baselines of docs/RESULTS.md)
+METASCHEDULE = {
+    "evolutionary": "llvm/cuda only: MetaSchedule's EvolutionarySearch at its defaults "
+                    "(population 512) with its XGBoost cost model",
+    "replay-trace": "llvm/cuda only: MetaSchedule's ReplayTrace (random traces of the design "
+                    "space, no cost model)",
+}
+
 #: the tuner used when none is named, on every path
 DEFAULT = "surrogate"
 
@@ -104,13 +113,28 @@ def create(spec, task, seed: int = 0, **kwargs) -> Tuner:
     return cls(task, seed=seed, **{**kw, **kwargs})
 
 
+def check(spec, accelerator: bool) -> None:
+    """One-line error for a tuner name or setting that cannot run on the target
+    (a MetaSchedule-only name on an accelerator; an unknown name or setting anywhere)."""
+    if isinstance(spec, str) and parse(spec)[0] in METASCHEDULE:
+        name, kw = parse(spec)
+        if accelerator:
+            raise DcocError(f"tuner '{name}' is MetaSchedule's own search: it tunes llvm/cuda "
+                            f"targets; choose one of {', '.join(REGISTRY)} for an accelerator")
+        if kw:
+            raise DcocError(f"tuner '{name}' takes no settings (it runs at its authors' defaults)")
+        return
+    tuner_kwargs(spec)
+
+
 def describe(spec) -> str:
     """What a name or spec runs, in words (summaries print this)."""
     name, kw = parse(spec) if not isinstance(spec, type) else (getattr(spec, "name", "?"), {})
     if name in DCOC_FAMILY:
         return get_tuner(name).config(**kw).describe()
-    return DESCRIPTIONS.get(name, name)
+    return DESCRIPTIONS.get(name, METASCHEDULE.get(name, name))
 
 
-__all__ = ["DCOC_FAMILY", "DEFAULT", "DESCRIPTIONS", "REGISTRY", "Tuner", "create", "describe",
+__all__ = ["DCOC_FAMILY", "DEFAULT", "DESCRIPTIONS", "METASCHEDULE", "REGISTRY", "Tuner", "check",
+           "create", "describe",
            "get_tuner", "names", "parse", "tuner_kwargs"]

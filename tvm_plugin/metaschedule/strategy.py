@@ -178,7 +178,9 @@ class _TunerStrategy(PySearchStrategy):
         self.tspace = TraceSpace.from_context(self.context, list(design_spaces),
                                               seed=self.task_seed)
         self.task = self.tspace.tuning_task()
+        self.ran = self.tuner_name
         if not self.tspace.space.knobs:  # nothing to decide: one schedule, measured once
+            self.ran = "grid"
             self.tuner = dcoc.tuners.create("grid", self.task, seed=self.task_seed)
         else:
             self.tuner = dcoc.tuners.create(self.tuner_name, self.task, seed=self.task_seed,
@@ -392,7 +394,8 @@ class _TunerStrategy(PySearchStrategy):
         if self.tspace is None:
             return
         self.state["tasks"][self.name] = {
-            "task": self.name, "tuner": self.tuner_name, "seed": self.task_seed,
+            "task": self.name, "tuner": self.tuner_name, "ran": self.ran, "seed": self.task_seed,
+            "model_rounds": _model_rounds(self.tuner),
             "space_size": int(self.tspace.space.size), "knobs": self.tspace.space.names,
             "design_spaces": len(self.tspace.traces), "flop": self.tspace.flop,
             "trials": self.measured, "recorded": self.recorded, "budget": self.budget,
@@ -404,6 +407,16 @@ class _TunerStrategy(PySearchStrategy):
             "feature_seconds": round(self.features.seconds, 3) if self.features is not None else 0.0,
             "done": done,
         }
+
+
+def _model_rounds(tuner) -> int | None:
+    """How often the tuner's model chose what to measure (DCOC family: proposal rounds;
+    AutoTVM-style model-based tuners: model fits), None for tuners without a model."""
+    for attr in ("rounds", "train_ct"):
+        v = getattr(tuner, attr, None)
+        if isinstance(v, int):
+            return v
+    return None
 
 
 TunerStrategy = derived_object(_TunerStrategy)

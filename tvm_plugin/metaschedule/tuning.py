@@ -46,9 +46,16 @@ import tempfile
 import time
 from typing import Any, Mapping, Sequence
 
+from dcoc.baselines import speed_line, untuned_phrase
 from dcoc.errors import DcocError, TargetError
 from dcoc.results.result import TuneResult
 from dcoc.tuners import DEFAULT as DEFAULT_TUNER
+from tvm_plugin.metaschedule.task_budget import (
+    BudgetScheduler,
+    batch_size,
+    coverage_warning,
+    first_round_order,
+)
 
 #: names of MetaSchedule's own strategies accepted as ``tuner``
 MS_STRATEGIES = {"evolutionary": "evolutionary", "replay-trace": "replay-trace",
@@ -65,12 +72,13 @@ def _say(progress, text: str) -> None:
 
 
 def make_strategy(tuner: str = DEFAULT_TUNER, seed: int = 0,
-                  tuner_kwargs: Mapping | None = None, population: int = 128):
+                  tuner_kwargs: Mapping | None = None, population: int | None = None):
     """The MetaSchedule strategy for a ``tuner`` name, and the cost model it wants.
 
     dcoc tuners (names or specs) -> (TunerStrategy, ``"random"``: the tuner owns its model).
-    ``"evolutionary"`` -> (EvolutionarySearch(population_size=population), ``"xgb"``).
-    ``"replay-trace"`` -> (ReplayTrace, ``"random"``).
+    ``"evolutionary"`` -> (EvolutionarySearch at its defaults, ``population_size=population``
+    if given; ``"xgb"``: MetaSchedule's XGBoost cost model).
+    ``"replay-trace"`` -> (ReplayTrace, ``"random"``: it uses no cost model).
     """
     from tvm.s_tir import meta_schedule as ms
 
@@ -78,7 +86,8 @@ def make_strategy(tuner: str = DEFAULT_TUNER, seed: int = 0,
     if name in MS_STRATEGIES:
         kind = MS_STRATEGIES[name]
         if kind == "evolutionary":
-            return ms.search_strategy.EvolutionarySearch(population_size=population), "xgb"
+            kw = {"population_size": int(population)} if population else {}
+            return ms.search_strategy.EvolutionarySearch(**kw), "xgb"
         if kind == "replay-trace":
             return ms.search_strategy.ReplayTrace(), "random"
         return ms.search_strategy.ReplayFunc(), "random"
@@ -87,16 +96,38 @@ def make_strategy(tuner: str = DEFAULT_TUNER, seed: int = 0,
     return TunerStrategy(tuner=str(tuner), seed=seed, tuner_kwargs=dict(tuner_kwargs or {})), "random"
 
 
+#: what MetaSchedule's own strategies run, in words
+MS_METHODS = {"evolutionary": "MetaSchedule EvolutionarySearch (its defaults) + XGBoost cost model",
+              "replay-trace": "MetaSchedule ReplayTrace: random traces, no cost model",
+              "replay-func": "MetaSchedule ReplayFunc: random schedules, no cost model"}
+
+
 def _method(tuner, tasks: dict) -> str:
-    """What ran, in words: the tuner's algorithm, and whether program features ranked."""
+    """What ran, in words: the tuner's algorithm, whether its model ever chose what to
+    measure, on how many tasks program features ranked, and the tasks with nothing to
+    tune (one fixed schedule)."""
     name = str(tuner).lower()
     if name in MS_STRATEGIES:
-        return f"MetaSchedule {MS_STRATEGIES[name]}"
+        return MS_METHODS[MS_STRATEGIES[name]]
     from dcoc.tuners import describe
 
     text = describe(tuner)
+    searched = [t for t in tasks.values() if t.get("ran", t.get("tuner")) != "grid"
+                and t.get("trials", 0) + t.get("recorded", 0) > 0]
+    fixed = sum(1 for t in tasks.values() if t.get("ran") == "grid" and t.get("trials", 0)
+                + t.get("recorded", 0) > 0)
+    parts = []
+    rounds = [t.get("model_rounds") for t in searched]
+    if searched and all(r is not None for r in rounds):
+        guided = sum(1 for r in rounds if r)
+        parts.append("its model never chose a trial (every trial was the initial sample)"
+                     if not guided else f"model-guided on {guided} of {len(searched)} searched tasks")
     n = sum(1 for t in tasks.values() if t.get("program_features"))
-    return text + (f" + program features on {n} of {len(tasks)} tasks" if n else "")
+    if n:
+        parts.append(f"program features on {n} of {len(tasks)} tasks")
+    if fixed:
+        parts.append(f"{fixed} task{'s' if fixed > 1 else ''} with one fixed schedule")
+    return text + ("; " + ", ".join(parts) if parts else "")
 
 
 def _py(x):
@@ -180,19 +211,27 @@ def metaschedule_logging_guard():
 class _Progress:
     """Per-batch progress line and a final per-task table (peers.md section 5.5)."""
 
-    def __init__(self, tasks, budget: int, progress, t0: float):
+    def __init__(self, tasks, budget: int, progress, t0: float, recorded=None, history=None):
         self.tasks = tasks  # list of dict(name, flop, weight)
-        self.best = [math.inf] * len(tasks)
+        rec = recorded or {}
+        self.best = [rec.get(i, (0, math.inf))[1] for i in range(len(tasks))]
+        self.recorded = [rec.get(i, (0, math.inf))[0] for i in range(len(tasks))]
         self.trials = [0] * len(tasks)
         self.errors = [0] * len(tasks)
         self.budget = budget
         self.progress = progress
         self.t0 = t0
         self.total = 0
-        self.history: list = []  # [trial, est. model latency ms]
+        self.offset = sum(self.recorded)  # trials recorded by earlier runs (resume)
+        self.history: list = list(history or [])  # [trial, est. model latency ms]
+
+    def n_unmeasured(self) -> int:
+        """Tasks without a valid measured (or recorded) schedule."""
+        return sum(1 for b in self.best if not math.isfinite(b))
 
     def estimate_ms(self) -> float:
-        if any(not math.isfinite(b) for b in self.best):
+        """Sum of weight x best kernel latency; inf while a task has no valid schedule."""
+        if self.n_unmeasured():
             return math.inf
         return sum(t["weight"] * b for t, b in zip(self.tasks, self.best)) * 1e3
 
@@ -208,8 +247,8 @@ class _Progress:
             else:
                 self.errors[task_id] += 1
         est = self.estimate_ms()
-        if math.isfinite(est):
-            self.history.append([self.total - 1, est])  # 0-based trial index, as for vta
+        if math.isfinite(est):  # 0-based trial index over the work dir's records, as for vta
+            self.history.append([self.offset + self.total - 1, est])
         t = self.tasks[task_id]
         b = self.best[task_id]
         gf = t["flop"] / b / 1e9 if math.isfinite(b) and t["flop"] else 0.0
@@ -230,13 +269,20 @@ class _Progress:
             gf = t["flop"] / b / 1e9 if ok and t["flop"] else 0.0
             out.write(f"{i + 1:>3} | {t['name'][:36]:<36} | {t['flop'] / 1e6:9.2f} | "
                       f"{t['weight']:>6g} | {gf:8.2f} | "
-                      f"{(b * 1e3 if ok else float('nan')):10.4f} | "
-                      f"{(t['weight'] * b * 1e3 if ok else float('nan')):9.4f} | "
-                      f"{self.trials[i]:>6} | {self.errors[i]:>6}\n")
-        est = self.estimate_ms()
-        out.write(f"total: {self.total} trials this run, estimated model latency "
-                  f"{est:.3f} ms (sum of weight x best kernel latency)\n")
+                      + (f"{b * 1e3:10.4f} | {t['weight'] * b * 1e3:9.4f} | " if ok
+                         else f"{'-':>10} | {'-':>9} | ")
+                      + f"{self.trials[i] + self.recorded[i]:>6} | {self.errors[i]:>6}\n")
+        out.write(f"total: {self.total} trials this run" +
+                  (f" ({self.offset} recorded before)" if self.offset else "") + "; " +
+                  self.estimate_text() + "\n")
         return out.getvalue()
+
+    def estimate_text(self) -> str:
+        est = self.estimate_ms()
+        if math.isfinite(est):
+            return f"estimated model latency {est:.3f} ms (sum of weight x best kernel latency)"
+        return (f"no model estimate: {self.n_unmeasured()} of {len(self.tasks)} tasks have no "
+                f"measured schedule")
 
 
 def _progress_callback(prog: _Progress):
@@ -258,11 +304,12 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = DEFAULT_TUN
                trials_per_task: int | None = None,
                num_trials_per_iter: int | None = None, builder: Any = "persistent",
                strategy: Any = None, cost_model: Any = None, tuner_kwargs: Mapping | None = None,
-               task_scheduler: str = "gradient", population: int = 128,
+               task_scheduler: Any = "gradient", population: int | None = None,
                measure: bool = True, baseline: bool = True, progress: Any = True,
                timeout_sec: float = 30.0, latency_repeat: int = 5,
                keep_untuned_if_faster: bool = True, verbose: bool = False,
-               flush_cache: bool = False) -> TuneResult:
+               flush_cache: bool = False, time_budget: float | None = None,
+               onnxruntime: bool = True) -> TuneResult:
     """Tune ``model`` for an llvm/cuda target; returns a :class:`dcoc.results.result.TuneResult`.
 
     Parameters
@@ -271,19 +318,28 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = DEFAULT_TUN
         :class:`tvm_plugin.frontend.Model`.
     target: ``"llvm"`` (this machine: host ``mcpu``, physical cores), ``"cuda"``, a TVM
         target JSON dict (``num-cores`` is added when missing) or a ``tvm.target.Target``.
-    trials: total measurement budget over all tasks (``max_trials_global``).
+    trials: total measurement budget over all tasks (``max_trials_global``); a run of a dcoc
+        tuner measures exactly this many candidates unless a task's space runs out or
+        ``time_budget`` ends it (MetaSchedule's own strategies cut a batch only at a task's
+        cap, so their last batch may pass the total by less than one batch).
     tuner: a dcoc tuner name or spec (``"surrogate"`` default, ``"dcoc"``, ``"xgb"``, ...)
         driven through :class:`~tvm_plugin.metaschedule.strategy.TunerStrategy`, or
-        MetaSchedule's ``"evolutionary"`` / ``"replay-trace"`` (for comparisons).
+        MetaSchedule's ``"evolutionary"`` (EvolutionarySearch with its XGBoost cost model) /
+        ``"replay-trace"`` (ReplayTrace), at their authors' defaults (for comparisons).
     seed: the one seed (strategy and MetaSchedule's design-space generation).
     work_dir: database + logs (created; a temporary directory when None).  Reusing it
         resumes (see module docstring).
     runner: ``"local"`` or ``"rpc://HOST:PORT/KEY"`` (or a MetaSchedule Runner).
     input_shapes: ``{input: shape}`` for models with dynamic input dimensions.
     trials_per_task: cap per task (default: ``trials``).
-    num_trials_per_iter: candidates per measured batch (default: 16, lowered to
-        ``trials // (2 x tasks)`` (at least 2) so that the task scheduler's first round,
-        which gives every task one batch, cannot spend the whole budget on the first tasks).
+    num_trials_per_iter: candidates per measured batch (default:
+        :func:`~tvm_plugin.metaschedule.task_budget.batch_size`, ``trials // (2 x tasks)``
+        between 1 and 16, so that the first round, which gives every task one batch, reaches
+        every task when ``trials >= tasks``).
+    task_scheduler: ``"gradient"`` (default): :class:`~tvm_plugin.metaschedule.task_budget.
+        BudgetScheduler` -- one batch per task first, largest share of the model's time
+        first, then MetaSchedule's gradient rule, seeded; or a MetaSchedule name / object.
+    population: EvolutionarySearch's population (default: its own, 512).
     builder: ``"persistent"`` (default) / ``"local"`` / a Builder.
     strategy, cost_model: override the MetaSchedule strategy object / cost model.
     measure: measure the tuned model's latency; baseline: also compile + measure untuned.
@@ -294,6 +350,11 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = DEFAULT_TUN
         ops) lose to MetaSchedule's always-parallel schedules by the thread-pool launch.
     verbose: TVM's native warnings and MetaSchedule's task tables on the console instead
         of ``work_dir/logs/tvm.log`` and the per-task log files.
+    time_budget: wall-clock seconds for the search (from its start; compiling and timing the
+        model come after): no new batch starts once they are spent; what was measured is
+        kept and ``result.extra["stopped_on_time"]`` says so.
+    onnxruntime: llvm: also time the ONNX model in ONNX Runtime on the thread count TVM's
+        runtime uses (:func:`dcoc.baselines.onnxruntime_latency_ms`): ``result.onnxruntime_ms``.
     flush_cache: llvm only: time every candidate cold -- one run per repeat, each after the
         CPU caches are flushed of its arguments (``number=1, repeat=10, min_repeat_ms=0``,
         :func:`tvm_plugin.metaschedule.build.evaluator_config`), as a kernel meets its weights inside a
@@ -315,6 +376,8 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = DEFAULT_TUN
     tgt = spec.tvm
     if int(trials) < 1:
         raise DcocError(f"trials must be >= 1, got {trials}")
+    if time_budget is not None and not float(time_budget) > 0:
+        raise DcocError(f"time_budget must be > 0 seconds, got {time_budget}")
     if flush_cache:
         from tvm_plugin.metaschedule.build import evaluator_config, make_runner
 
@@ -343,7 +406,7 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = DEFAULT_TUN
                            trials_per_task, num_trials_per_iter, builder, strategy, cost_model,
                            tuner_kwargs, task_scheduler, population, measure, baseline,
                            progress, timeout_sec, latency_repeat, keep_untuned_if_faster,
-                           verbose, t_start)
+                           verbose, t_start, time_budget, onnxruntime)
 
 
 def _target_identity(tgt) -> str:
@@ -359,7 +422,8 @@ def _target_identity(tgt) -> str:
 def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
                 trials_per_task, num_trials_per_iter, builder, strategy, cost_model,
                 tuner_kwargs, task_scheduler, population, measure, baseline, progress,
-                timeout_sec, latency_repeat, keep_untuned_if_faster, verbose, t_start):
+                timeout_sec, latency_repeat, keep_untuned_if_faster, verbose, t_start,
+                time_budget=None, onnxruntime=True):
     from tvm.s_tir import meta_schedule as ms
 
     from tvm_plugin.metaschedule.build import (
@@ -400,48 +464,98 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
     for info, w in zip(task_info, weights):
         info["weight"] = float(w)
 
-    if num_trials_per_iter is None:
-        num_trials_per_iter = max(2, min(16, int(trials) // (2 * len(ctxs))))
-    if hasattr(strategy, "limit_total"):  # dcoc strategies: no batch past `trials`
-        strategy.limit_total(int(trials))
+    auto_batch = num_trials_per_iter is None
+    if auto_batch:
+        num_trials_per_iter = batch_size(int(trials), len(ctxs))
     db = ms.database.JSONDatabase(work_dir=work_dir)
+    recorded = _recorded_bests(db, ctxs)
+    n_recorded = sum(n for n, _ in recorded.values())
+    history = _previous_history(work_dir) if n_recorded else []
     b = make_builder(builder)
     r = make_runner(runner, timeout_sec=timeout_sec)
     cold = bool(getattr(getattr(r, "evaluator_config", None), "enable_cpu_cache_flush", False))
-    prog = _Progress(task_info, int(trials), progress, t_start)
-    _say(progress, f"dcoc: tuning {m.name} for {spec.kind} ({len(ctxs)} tasks, {trials} trials, "
-                   f"tuner {tuner}, seed {seed}); MetaSchedule logs in {work_dir}/logs")
+    prog = _Progress(task_info, int(trials), progress, t_start, recorded, history)
+    _say(progress, f"dcoc: tuning {m.name} for {spec.kind} ({len(ctxs)} tasks, {trials} trials"
+                   + (f", time budget {time_budget:g} s" if time_budget else "")
+                   + f", tuner {tuner}, seed {seed}); MetaSchedule logs in {work_dir}/logs")
+    if n_recorded:
+        counted = ("counted against the budget" if hasattr(strategy, "limit_total")
+                   else f"the starting population of {MS_STRATEGIES.get(str(tuner).lower(), tuner)}, "
+                        "which spends the full budget again")
+        _say(progress, f"dcoc: resuming: {n_recorded} recorded trials in {work_dir} ({counted})")
+    warn = coverage_warning(int(trials), len(ctxs))
+    if warn:
+        _say(progress, "dcoc: warning: " + warn)
+    # Phases (global budget after the phase, batch size): one, unless a wall-clock budget
+    # binds before the trials do -- then every task's first trial comes in a phase of
+    # one-trial batches, so the first round reaches every task before the time is spent.
+    phases = [(int(trials), int(num_trials_per_iter))]
+    if (time_budget and auto_batch and task_scheduler == "gradient" and not n_recorded
+            and num_trials_per_iter > 1):
+        phases.insert(0, (min(int(trials), len(ctxs)), 1))
+    order = first_round_order([t["weight"] for t in task_info], [t["flop"] for t in task_info])
+    if isinstance(cost_model, str) and len(phases) > 1:  # one model over both phases
+        cost_model = ms.cost_model.CostModel.create(cost_model, num_tuning_cores=ctxs[0].num_threads,
+                                                    tree_method="auto")
     t_tune = time.perf_counter()
+    deadline = t_tune + float(time_budget) if time_budget else None
+    stopped_on_time, history = False, None
     lg, old_level = _silence_metaschedule(verbose)
     try:
-        callbacks = MEASURE_CALLBACKS() + [_progress_callback(prog)]
-        ms.tune_tasks(tasks=ctxs, task_weights=weights, work_dir=work_dir,
-                      max_trials_global=int(trials),
-                      max_trials_per_task=int(trials_per_task or trials),
-                      num_trials_per_iter=int(num_trials_per_iter), builder=b, runner=r,
-                      database=db, cost_model=cost_model, measure_callbacks=callbacks,
-                      task_scheduler=task_scheduler)
+        for k, (upto, per_iter) in enumerate(phases):
+            left = upto - prog.total
+            if left <= 0:
+                continue
+            if deadline is not None and time.perf_counter() >= deadline:
+                stopped_on_time = True
+                break
+            if task_scheduler == "gradient":
+                sched = BudgetScheduler(order=order if k == 0 else [], seed=seed,
+                                        deadline=deadline, history=history)
+            else:
+                sched = task_scheduler
+            if hasattr(strategy, "limit_total"):  # dcoc strategies: no batch past `upto`
+                strategy.limit_total(upto)
+            callbacks = MEASURE_CALLBACKS() + [_progress_callback(prog)]
+            if hasattr(sched, "callback"):
+                callbacks.append(sched.callback())
+            ms.tune_tasks(tasks=ctxs, task_weights=weights, work_dir=work_dir,
+                          max_trials_global=int(left),
+                          max_trials_per_task=int(trials_per_task or trials),
+                          num_trials_per_iter=int(per_iter), builder=b, runner=r,
+                          database=db, cost_model=cost_model, measure_callbacks=callbacks,
+                          task_scheduler=sched)
+            history = getattr(sched, "history", None)
+            if getattr(sched, "stopped_on_time", False):
+                stopped_on_time = True
+                break
     finally:
         lg.setLevel(old_level)
         if isinstance(builder, str):
             close_builder(b)
+    if stopped_on_time:
+        _say(progress, f"dcoc: time budget of {time_budget:g} s spent: stopped after "
+                       f"{prog.total} of {trials} trials (every measured trial is recorded)")
     tune_seconds = time.perf_counter() - t_tune
 
     # ------------------------------------------------------------- results per task
     strat_results = dict(getattr(strategy, "results", {}) or {})
     schedules, layers = {}, []
     n_records = 0
-    for ctx, info in zip(ctxs, task_info):
+    no_schedule = []  # tasks without a valid record: they keep TVM's default code
+    for i, (ctx, info) in enumerate(zip(ctxs, task_info)):
         best = None
         if db.has_workload(ctx.mod):
             wl = db.commit_workload(ctx.mod)
             top = db.get_top_k(wl, 1)
             best = top[0] if len(top) else None
         summary = strat_results.get(info["ms_name"], {})
-        recorded = summary.get("recorded", 0) + summary.get("trials", 0) if summary else None
-        n_task = recorded if recorded is not None else prog.trials[task_info.index(info)]
+        n_task = prog.recorded[i] + prog.trials[i]
         n_records += n_task
         lat = float(sum(float(x) for x in best.run_secs) / len(best.run_secs)) if best else math.inf
+        if not math.isfinite(lat) or lat >= 1e9:
+            lat = math.inf
+            no_schedule.append(info["name"])
         entry = {"ms_task": info["ms_name"],
                  "trace": _py(best.trace.as_json(remove_postproc=True)) if best else None,
                  "latency_ms": lat * 1e3 if math.isfinite(lat) else None}
@@ -465,25 +579,24 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
     apply_db = db
     if keep_untuned_if_faster:
         apply_db, kept_untuned = _drop_slower_than_untuned(db, ctxs, task_info, tgt)
-        if kept_untuned:
-            _say(progress, f"dcoc: kept the untuned code of {len(kept_untuned)} task(s) where it "
-                           f"is faster than the best schedule: {', '.join(kept_untuned[:6])}"
-                           f"{' ...' if len(kept_untuned) > 6 else ''}")
     ex, report = compile_model(apply_db, m.mod, tgt)
-    if report["untuned"]:
-        _say(progress, f"dcoc: {len(report['untuned'])} function(s) without a tuned schedule: "
-                       f"{', '.join(report['untuned'][:6])}{' ...' if len(report['untuned']) > 6 else ''}")
-    latency = baseline_latency = math.nan
+    untuned_tasks = no_schedule + kept_untuned
+    if untuned_tasks:
+        _say(progress, f"dcoc: {untuned_phrase(len(untuned_tasks), len(task_info), len(no_schedule))}: "
+                       + ", ".join(untuned_tasks[:6]) + (" ..." if len(untuned_tasks) > 6 else ""))
+    latency = baseline_latency = ort_ms = math.nan
     arrays = [inputs[n] for n in names_in]
+    threads = runtime_threads() if spec.kind == "llvm" else None
     if measure:
         latency = measure_latency(ex, tgt, arrays, repeat=latency_repeat)["median_ms"]
     if baseline:
         ex0, _ = compile_model(None, m.mod, tgt)
         baseline_latency = measure_latency(ex0, tgt, arrays, repeat=3)["median_ms"]
+    if onnxruntime and measure and spec.kind == "llvm":
+        ort_ms = _onnxruntime_ms(m, inputs, threads, progress)
     if measure:
-        _say(progress, f"dcoc: tuned {latency:.3f} ms" +
-             (f", untuned {baseline_latency:.3f} ms ({baseline_latency / latency:.1f}x)"
-              if baseline else "") + f"; tuning took {tune_seconds:.1f} s")
+        _say(progress, "dcoc: " + speed_line(latency, baseline_latency, ort_ms, threads)
+             + f"; tuning took {tune_seconds:.1f} s")
 
     result = TuneResult(
         target=str(tgt), tuner=str(tuner), seed=int(seed), latency_ms=float(latency),
@@ -491,18 +604,90 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
         schedules=schedules, history=prog.history, layers=layers,
         method=_method(tuner, strat_results), model=m.name, work_dir=work_dir,
         database_path=work_dir, wall_seconds=time.perf_counter() - t_start, executable=ex,
-        extra={"target_kind": spec.kind, "new_trials": prog.total,
+        extra={"target_kind": spec.kind, "new_trials": prog.total, "recorded_trials": n_recorded,
                "timing": "cold" if cold else "warm",
                "tuning_seconds": round(tune_seconds, 2),
+               "time_budget_s": float(time_budget) if time_budget else None,
+               "stopped_on_time": stopped_on_time,
+               "n_tasks": len(task_info),
+               "untuned_tasks": untuned_tasks, "unmeasured_tasks": no_schedule,
                "tuned_functions": report["tuned"], "untuned_functions": report["untuned"],
                "kept_untuned": kept_untuned,
+               "runtime_threads": threads,
                "tasks": [{k: v for k, v in s.items() if k != "history"}
                          for s in strat_results.values()]},
     )
+    if math.isfinite(ort_ms):
+        result.onnxruntime_ms = float(ort_ms)
     result._runner = make_model_runner(ex, tgt, names_in, m.input_dtypes)
     _write_task_names(db, ctxs, task_info, work_dir)
     result.save(os.path.join(work_dir, "result.json"))
     return result
+
+
+def runtime_threads() -> int:
+    """The number of threads TVM's CPU runtime runs a model on (``TVM_NUM_THREADS``, else
+    TVM's own default: on x86, half the logical CPUs)."""
+    import tvm
+
+    try:
+        return int(tvm.get_global_func("runtime.NumThreads")())
+    except Exception:  # noqa: BLE001
+        return 1
+
+
+def _onnxruntime_ms(m, inputs: dict, threads: int | None, progress) -> float:
+    """ONNX Runtime's latency of the model (same inputs, ``threads`` intra-op threads), or
+    nan (with a console line) when it cannot run the model."""
+    from dcoc.baselines import onnxruntime_latency_ms
+
+    src = m.path if m.path and os.path.exists(m.path) else getattr(m, "onnx", None)
+    if src is None:
+        return math.nan
+    try:
+        return float(onnxruntime_latency_ms(src, {k: tuple(v.shape) for k, v in inputs.items()},
+                                            threads=threads or 1, inputs=inputs))
+    except Exception as exc:  # noqa: BLE001 - a baseline must never lose the tuned result
+        _say(progress, f"dcoc: ONNX Runtime baseline skipped: {' '.join(str(exc).split())[:200]}")
+        return math.nan
+
+
+def _recorded_bests(db, ctxs) -> dict:
+    """``{task index: (records, best valid cost s)}`` of the tasks the database holds."""
+    from tvm_plugin.metaschedule.strategy import record_result
+
+    out = {}
+    try:
+        recs = list(db.get_all_tuning_records())
+    except Exception:  # noqa: BLE001
+        return out
+    if not recs:
+        return out
+    import tvm_ffi
+
+    by_hash: dict = {}
+    for rec in recs:
+        h = tvm_ffi.structural_hash(rec.workload.mod)
+        n, b = by_hash.get(h, (0, math.inf))
+        r = record_result(rec)
+        by_hash[h] = (n + 1, min(b, r.cost) if r.valid else b)
+    for i, ctx in enumerate(ctxs):
+        h = tvm_ffi.structural_hash(ctx.mod)
+        if h in by_hash:
+            out[i] = by_hash[h]
+    return out
+
+
+def _previous_history(work_dir: str) -> list:
+    """The tuning curve of the work dir's last result (a resumed run continues it)."""
+    import json
+
+    try:
+        with open(os.path.join(work_dir, "result.json"), encoding="utf-8") as f:
+            hist = json.load(f).get("history") or []
+        return [[int(t), float(v)] for t, v in hist]
+    except (OSError, ValueError, TypeError, AttributeError):
+        return []
 
 
 def _write_task_names(db, ctxs, task_info, work_dir: str) -> None:
