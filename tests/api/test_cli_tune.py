@@ -182,7 +182,7 @@ def test_tune_json_table_plot_records(tmp_path):
         assert rows[name][1] == str(count) and rows[name][-1] == "vta"
     for name in ("conv2d_224x224_3x64_k7s2", "max_pool2d", "mean"):
         assert rows[name][-1] == "cpu"
-    assert f"latency    {js['latency_ms']:.3f} ms" in r.stdout
+    assert f"accelerator {js['latency_ms']:.3f} ms" in r.stdout
     assert f"result written to {out}" in r.stdout
     assert _is_png(wd / "curve.png")
     # dcoc plot DIR

@@ -101,6 +101,8 @@ def fake_frontend(monkeypatch):
         calls.update(model=model, target=target, input_shapes=input_shapes)
         return resnet18_tasks()
 
+    import tvm_plugin.rpc  # noqa: F401 - the real package first: building the CLI parser imports it
+
     mod = types.ModuleType("tvm_plugin.frontend")
     mod.model_tasks = model_tasks
     monkeypatch.setitem(sys.modules, "tvm_plugin.frontend", mod)
