@@ -160,9 +160,10 @@ def pareto_summary(front, board, stats: dict | None = None, rows: int = 12) -> s
             + (f"\n  showing {len(shown)} that span it; all of them, with their schedules, are in result.json"
                if len(shown) < len(front) else "; schedules in result.json"))
     if stats.get("estimated"):
-        head += ("\n  measured: every layer's schedule measured by the search (on this config or one that"
-                 " differs only\n  in buffer sizes); estimated: layers timed with schedules transferred"
-                 " from searched designs\n  or default ones, not tuned (tuning can only lower them)")
+        head += ("\n  measured: the search tuned every layer on it (or on a buffer-size variant); estimated:"
+                 " not searched,\n  layers timed with schedules transferred from the searched designs or"
+                 " default ones (tuning\n  can only lower them); every latency is the simulation of the"
+                 " design's schedules")
     return head + "\n" + render_table(["hardware", "source", "ms", "inf/s", "BRAM36", "DSP", "LUT"], table,
                                       right={2, 3, 4, 5, 6})
 
@@ -187,8 +188,8 @@ def summary(res) -> str:
     if is_accelerator(res.target):
         rows = [[r["layer"], r["count"], f"{r['cycles']:,}", f"{r['ms']:.3f}", f"{r['gops']:.1f}",
                  f"{100 * r['utilization']:.0f}%", r.get("device", res.target)] for r in res.layers]
-        rows += [[c["layer"], c["count"], "-", f"{c['ms']:.3f}" if c.get("ms") is not None else "-", "-", "-",
-                  "cpu"] for c in res.cpu_layers]
+        # CPU layers: their host-timed total is the "cpu layers" line (per layer: result.json)
+        rows += [[c["layer"], c["count"], "-", "-", "-", "-", "cpu"] for c in res.cpu_layers]
         out.append(render_table(["layer", "count", "cycles", "ms", "GOPS", "util", "device"], rows,
                                 right={1, 2, 3, 4, 5}))
         out.append("")

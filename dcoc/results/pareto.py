@@ -225,18 +225,25 @@ def estimate_points(rows, layers, board, target=None, measurer=None, donors: int
     """One point per feasible hardware config of ``board`` (``measured`` or ``estimated``),
     and statistics.
 
-    A config is **measured** when, for every layer, the search measured a schedule that
-    runs on it: on the config itself or on one of its *timing class* (the configs that
-    differ only in :attr:`~dcoc.targets.Target.fit_knobs`, the buffer sizes: a schedule
-    that fits both runs the same instruction stream on both, in the same time).  Its
-    latency is then what the search measured, with each layer's fastest such schedule.
+    Every layer of every config takes the fastest of these schedules:
 
-    Every other config is **estimated**: each layer is timed (``measurer``: default the
-    target's, in-process) with the fastest of the searched schedules that fit it, the best
-    schedules of the ``donors`` fastest searched designs and of the searched design nearest
-    in core shape, transferred to the config (:meth:`dcoc.targets.Target.transfer`), and,
-    where none of these is valid, the target's default schedule.  Not tuned: a search on
-    that config can only make it faster.  A timing is shared by the configs of one class.
+    * the fastest schedule the search measured on the config's *timing class* that fits it
+      (the configs that differ only in :attr:`~dcoc.targets.Target.fit_knobs`, the buffer
+      sizes: a schedule that fits two of them runs the same instruction stream on both, in
+      the same time) -- its time is the search's measurement;
+    * the best schedules of the ``donors`` fastest searched designs and of the searched
+      design nearest in core shape, transferred to the config
+      (:meth:`dcoc.targets.Target.transfer`);
+    * the target's default schedule for the timing class (computed on its config with the
+      largest buffers) where it fits, else, if nothing else is valid, the config's own.
+
+    The others are timed (``measurer``: default the target's, in-process); a timing is
+    shared by the configs of a timing class.  A point is **measured** when the search
+    measured every layer on the config (or on one of its timing class, with a schedule that
+    fits), i.e. the search tuned it; else **estimated**: its layers were only timed with
+    transferred or default schedules, which nobody tuned there (a search on that config
+    can only make it faster).  Either way the latency is the simulated time of the
+    point's ``schedules``.
 
     ``layers``: the run's :class:`dcoc.targets.Layer` s.  Returns ``(points, {"configs",
     "measured", "estimated", "unschedulable", "simulations", "seconds"})``.
@@ -285,30 +292,42 @@ def estimate_points(rows, layers, board, target=None, measurer=None, donors: int
             complete.append((lat, hname))
     top = [hw_of(n) for _, n in sorted(complete)[:donors]]
 
-    known: dict = {}      # (layer idx, timing class, knobs key) -> seconds (inf: invalid)
-    jobs: dict = {}       # same key -> (task, knobs) to time
-    cand: dict = {}       # (hw name, layer idx) -> [(key, knobs)] (estimated configs)
-    chosen: dict = {}     # hw name -> [(seconds, knobs)] per layer (measured configs)
-    tasks: dict = {}
+    # per timing class, the config with the largest buffers: the class's default schedule
+    # is computed once there and used on every config of the class it fits
+    biggest: dict = {}
     for hw in hws:
         tid = tkey(hw)
-        searched = []
+        size = (sum(tg.fit_values(hw)), tg.fit_values(hw))
+        if tid not in biggest or size > (sum(tg.fit_values(biggest[tid])), tg.fit_values(biggest[tid])):
+            biggest[tid] = hw
+    class_default: dict = {}  # (layer idx, timing class) -> knobs | None
+
+    known: dict = {}      # (layer idx, timing class, knobs key) -> seconds (inf: invalid)
+    recorded: set = set()  # the keys whose time the search measured
+    jobs: dict = {}       # key -> (task, knobs) to time
+    cand: dict = {}       # (hw name, layer idx) -> [(key, knobs)]
+    tasks: dict = {}
+
+    def add(hw, li, k, cs) -> None:
+        key = (li, tkey(hw), Space.key(k))
+        if key not in known:
+            jobs.setdefault(key, (tasks[(hw.name, li)], k))
+        cs.append((key, k))
+
+    for hw in hws:
+        tid = tkey(hw)
         for li, la in enumerate(layers):
             task = tasks[(hw.name, li)] = tg.task(la, hw)
-            hit = next(((c, k) for c, k in by_class.get((la.name, tid), [])[:per_class]
-                        if task.space.is_valid(k)), None)
-            searched.append(hit)
-        if all(h is not None for h in searched):
-            chosen[hw.name] = searched
-            continue
-        for li, la in enumerate(layers):
-            space = tasks[(hw.name, li)].space
+            space = task.space
             cs: list = []
-            if searched[li] is not None:
-                c, k = searched[li]
-                key = (li, tid, Space.key(k))
-                known.setdefault(key, c)
-                cs.append((key, k))
+            # the fastest schedule the search measured on this timing class that fits
+            hit = next(((c, k) for c, k in by_class.get((la.name, tid), [])[:per_class] if space.is_valid(k)), None)
+            if hit is not None:
+                key = (li, tid, Space.key(hit[1]))
+                known[key] = hit[0]
+                recorded.add(key)
+                cs.append((key, hit[1]))
+            # the searched designs' schedules, transferred
             srcs = [(h, best[(h.name, la.name)][0][1]) for h in top]
             near = by_layer.get(la.name) or []
             if near:
@@ -321,10 +340,15 @@ def estimate_points(rows, layers, board, target=None, measurer=None, donors: int
                 seen.add(sk)
                 k = tg.transfer(la, src_hw, k, hw, space)
                 if k is not None:
-                    key = (li, tid, Space.key(k))
-                    if key not in known:
-                        jobs.setdefault(key, (tasks[(hw.name, li)], k))
-                    cs.append((key, k))
+                    add(hw, li, k, cs)
+            # the target's default schedule of the timing class, where it fits
+            if (li, tid) not in class_default:
+                big = biggest[tid]
+                class_default[(li, tid)] = tg.default_schedule(
+                    la, big, space if big is hw else tg.task(la, big).space)
+            k = class_default[(li, tid)]
+            if k is not None and space.is_valid(k):
+                add(hw, li, k, cs)
             cand[(hw.name, li)] = cs
 
     own = measurer is None
@@ -335,50 +359,47 @@ def estimate_points(rows, layers, board, target=None, measurer=None, donors: int
         if keys:
             for key, r in zip(keys, m.measure_jobs([batch[k] for k in keys])):
                 known[key] = float(r.cost) if r.valid and math.isfinite(r.cost) else math.inf
+        batch.clear()
 
     n_sim = 0
     try:
         n_sim += len(jobs)
         run(jobs)
-        fallback: dict = {}  # layers where nothing transferred is valid: the default schedule
-        for (hname, li), cs in cand.items():
+        for (hname, li), cs in cand.items():  # nothing valid yet: this config's default schedule
             if any(math.isfinite(known[key]) for key, _ in cs):
                 continue
-            task, hw = tasks[(hname, li)], by_name[hname]
-            k = tg.default_schedule(layers[li], hw, task.space)
+            hw = by_name[hname]
+            k = tg.default_schedule(layers[li], hw, tasks[(hname, li)].space)
             if k is not None:
-                key = (li, tkey(hw), Space.key(k))
-                if key not in known:
-                    fallback.setdefault(key, (task, k))
-                cs.append((key, k))
-        n_sim += len(fallback)
-        run(fallback)
+                add(hw, li, k, cs)
+        n_sim += len(jobs)
+        run(jobs)
     finally:
         if own:
             m.close()
-    points, unsched = [], 0
+    points, unsched, n_meas = [], 0, 0
     for hw in hws:
-        if hw.name in chosen:
-            per = chosen[hw.name]
-            source = MEASURED
-        else:
-            per = []
-            for li in range(len(layers)):
-                cs = [(known[key], k) for key, k in cand[(hw.name, li)] if math.isfinite(known[key])]
-                if not cs:
-                    per = None
-                    break
-                per.append(min(cs, key=lambda x: x[0]))
-            source = ESTIMATED
+        per, source = [], MEASURED
+        for li in range(len(layers)):
+            cs = [(known[key], key not in recorded, key, k) for key, k in cand[(hw.name, li)]
+                  if math.isfinite(known[key])]
+            if not cs:
+                per = None
+                break
+            if not any(key in recorded for _, _, key, _ in cs):
+                source = ESTIMATED  # the search never measured this layer here
+            c, _, key, k = min(cs, key=lambda x: (x[0], x[1]))  # a tie: the measured one
+            per.append((c, k))
         if per is None:
             unsched += 1
             continue
+        n_meas += source == MEASURED
         lat = sum(la.count * c for la, (c, _) in zip(layers, per))
         u = tg.resources(hw, bd)
         points.append({"hardware": _hw_dict(hw), "latency_ms": lat * 1e3, "throughput": 1.0 / lat,
                        "resources": {k: int(u[k]) for k in RESOURCE_KEYS},
                        "schedules": {la.name: dict(k) for la, (_, k) in zip(layers, per)},
                        "source": source})
-    stats = {"configs": len(hws), "measured": len(chosen), "estimated": len(points) - len(chosen),
+    stats = {"configs": len(hws), "measured": n_meas, "estimated": len(points) - n_meas,
              "unschedulable": unsched, "simulations": n_sim, "seconds": round(time.perf_counter() - t0, 2)}
     return points, stats

@@ -53,15 +53,14 @@ def test_accelerator_cpu_and_model_latency_apart(tuned):
     stem = rows["conv2d_32x32_3x16_k3s1"]
     assert stem["timed_as"] == "Conv" and stem["ms"] > 0
     assert cpu == pytest.approx(sum(c["count"] * c["ms"] for c in js["cpu_layers"]), rel=1e-12)
-    # the console: three lines, each number the JSON's; the CPU rows carry their time
+    # the console: three lines, each number the JSON's
     assert _line(r.stdout, "accelerator").startswith(f"accelerator {acc:.3f} ms")
     assert _line(r.stdout, "cpu layers").startswith(f"cpu layers  {cpu:.3f} ms")
     lat = _line(r.stdout, "latency")
     assert lat.startswith(f"latency     {model:.3f} ms") and "accelerator + CPU layers" in lat
     assert f"baseline {js['baseline_model_latency_ms']:.3f} ms" in lat
     assert _line(r.stdout, "baseline").startswith(f"baseline    {js['baseline_latency_ms']:.3f} ms")
-    table_row = _line(r.stdout, "conv2d_32x32_3x16_k3s1").split()
-    assert table_row[-1] == "cpu" and table_row[3] == f"{stem['ms']:.3f}"
+    assert _line(r.stdout, "conv2d_32x32_3x16_k3s1").split()[-1] == "cpu"
 
 
 def test_trials_n_runs_n_and_a_resume_says_so(tuned):

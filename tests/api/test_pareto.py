@@ -108,11 +108,11 @@ def test_front_spans_the_hardware_space_measured_and_estimated(pareto_run):
         assert p["latency_ms"] == pytest.approx(model_latency_ms(model, hw, p["schedules"]), rel=1e-6)
         assert p["throughput"] == pytest.approx(1e3 / p["latency_ms"])
         assert not any(dominates(q, p) for q in front if q is not p)
-        if p["source"] == MEASURED:  # every schedule was measured by the search on this timing class
-            for layer, knobs in p["schedules"].items():
-                assert any(r["task_name"] == layer and r["knobs"] == knobs and r["valid"]
-                           and tg.timing_key(HWConfig.parse(r["hw"], board="pynq")) == tg.timing_key(hw)
-                           for r in rows), (p["hardware"]["name"], layer)
+        # measured: the search tuned every layer on this config or a buffer-size variant of it
+        tuned = all(any(r["task_name"] == layer and r["valid"] and
+                        tg.timing_key(HWConfig.parse(r["hw"], board="pynq")) == tg.timing_key(hw) for r in rows)
+                    for layer in p["schedules"])
+        assert tuned or p["source"] == ESTIMATED, p["hardware"]["name"]
     # the design the run returns is on the front or matched by one
     assert any(p["throughput"] >= res.throughput * (1 - 1e-9) for p in front)
     # every evaluated point is on the front or dominated by it
