@@ -317,12 +317,34 @@ def _tune_accelerator(target, model, board, trials, tuner, seed, work_dir, resum
         model=getattr(tasks, "model", str(model)), work_dir=work_dir,
         database_path=records.path, wall_seconds=time.perf_counter() - t0,
         extra={"hardware_explored": len(session.hw), "replayed_trials": session.replayed,
+               "search": _describe_run(driver, session),
                "resources": tg.resources(hw, bd)},
         input_shapes={k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
         if input_shapes else None,
     )
     res.save(os.path.join(work_dir, "result.json"))
     return res
+
+
+def _describe_run(driver, session) -> str:
+    """How the co-design driver spent the trials, in words (the summary's ``search`` line)."""
+    from dcoc import codesign as cd
+
+    if hasattr(driver, "describe_run"):
+        text = driver.describe_run()
+    elif isinstance(driver, cd.SoftwareTuning):
+        text = (f"software only on {driver.hw.name}: every layer's default schedule, then one tuner per "
+                "layer, budget to the layer with the most to gain")
+    elif isinstance(driver, cd.SweepCoDesign):
+        text = "sweep co-design: every core shape, then buffer variants of the best, then local search"
+    elif isinstance(driver, cd.NestedCoDesign):
+        text = "nested co-design: the tuner picks hardware, a fixed software budget per config"
+    elif isinstance(driver, cd.JointCoDesign):
+        text = "joint co-design: one tuner per layer over hardware x schedule knobs, told the model latency"
+    else:
+        text = type(driver).__name__
+    return (f"{text}; {len(session.hw)} hardware configs explored"
+            + (f"; {session.replayed} trials replayed from the records" if session.replayed else ""))
 
 
 def _cpu_estimate(tasks, cpu) -> dict:

@@ -208,6 +208,8 @@ def summary(res) -> str:
         out.append(f"baseline   {res.baseline_latency_ms:.3f} ms  (untuned); speedup {res.speedup:.2f}x")
     out.append(f"{'trials':<{w}} {res.trials}  tuner {res.tuner}" + (f" ({res.method})" if res.method else "")
                + f"  seed {res.seed}  wall {res.wall_seconds:.0f} s")
+    if is_accelerator(res.target) and (res.extra or {}).get("search"):
+        out.append(f"{'search':<{w}} {res.extra['search']}")
     out.append(f"{'work dir':<{w}} {res.work_dir}")
     return "\n".join(out)
 

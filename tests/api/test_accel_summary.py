@@ -61,6 +61,9 @@ def test_accelerator_cpu_and_model_latency_apart(tuned):
     assert f"baseline {js['baseline_model_latency_ms']:.3f} ms" in lat
     assert _line(r.stdout, "baseline").startswith(f"baseline    {js['baseline_latency_ms']:.3f} ms")
     assert _line(r.stdout, "conv2d_32x32_3x16_k3s1").split()[-1] == "cpu"
+    search = _line(r.stdout, "search")  # how the random tuner's trials were spent, and the resume
+    assert search.startswith("search      joint co-design: one tuner per layer over hardware x schedule")
+    assert search.endswith("; 12 trials replayed from the records")
 
 
 def test_trials_n_runs_n_and_a_resume_says_so(tuned):

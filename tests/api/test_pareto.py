@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import onnx
 import pytest
@@ -127,6 +128,18 @@ def test_front_spans_the_hardware_space_measured_and_estimated(pareto_run):
     layers = [(r["layer"], r["count"]) for r in res.layers]
     measured = {p["hardware"]["name"] for p in pts if p["source"] == MEASURED}
     assert {p["hardware"]["name"] for p in complete_points(rows, layers, "pynq")} <= measured
+
+
+def test_summary_says_how_the_trials_were_spent(pareto_run):
+    res, _, _ = pareto_run
+    text = res.extra["search"]
+    m = re.match(r"co-design: (\d+) DCOC rounds? \((\d+) trials\), default schedules on the start "
+                 r"hardware \((\d+)\)(?:, random schedules around the incumbent .*? \((\d+)\))?; "
+                 r"(\d+) hardware configs explored$", text)
+    assert m, text
+    rounds, in_rounds, default, fill, explored = (int(g or 0) for g in m.groups())
+    assert rounds >= 1 and in_rounds + default + fill == res.trials == 40
+    assert explored == res.extra["hardware_explored"]
 
 
 def test_plot_draws_the_front(pareto_run, tmp_path):
