@@ -6,6 +6,7 @@ the whole process group, as Ctrl-C in a terminal does) and rerunning the same co
 """
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -60,7 +61,7 @@ def test_help_explains_every_option(command, capsys):
     assert ei.value.code == 0
     text = capsys.readouterr().out
     for action in p._actions:
-        if action.dest == "help":
+        if action.dest == "help" or action.help == argparse.SUPPRESS:  # a hidden deprecated alias
             continue
         assert action.help and len(action.help.split()) >= 2, f"{action.option_strings or action.dest} has no help"
         for opt in action.option_strings:
