@@ -244,4 +244,4 @@ def _accelerator_lines(res) -> list[str]:
 def _short_method(method: str | None) -> str:
     """The CPU timing method in a few words (the full text is result.json's cpu_method)."""
     m = method or "not timed"
-    return m.split(", median")[0] + ("; not the board's CPU" if "not the board's CPU" in m else "")
+    return m.split(", fastest of")[0] + ("; not the board's CPU" if "not the board's CPU" in m else "")

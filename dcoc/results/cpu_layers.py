@@ -8,7 +8,8 @@ CPU layers and the whole model separately:
 
 * every CPU **convolution or matmul** task is built as a one-operator fp32 ONNX graph with
   its exact shapes (strides, padding, groups, dilation) and timed with ONNX Runtime on this
-  host (``threads`` intra-op threads; the median of ``repeat`` runs after warm-up);
+  host (``threads`` intra-op threads; the fastest of ``repeat`` runs after warm-up: on a
+  shared machine other processes only ever add time);
 * every **other operator** (pooling, mean, reshape, ...), of which the task list keeps the
   op name and the average output size only, is timed as one elementwise pass (ONNX
   ``Relu``) over that many fp32 elements: a memory-bound lower estimate.
@@ -74,7 +75,7 @@ def _elementwise_graph(elements: int):
 
 
 def _time(graph, feeds, threads: int, repeat: int) -> float:
-    """Median seconds of one run of a one-operator graph under ONNX Runtime."""
+    """Seconds of one run of a one-operator graph under ONNX Runtime (the fastest of ``repeat``)."""
     import onnxruntime as ort
     from onnx import helper
 
@@ -92,8 +93,7 @@ def _time(graph, feeds, threads: int, repeat: int) -> float:
         t0 = time.perf_counter()
         sess.run(None, feeds)
         times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 2]
+    return min(times)
 
 
 def estimate_cpu_layers(tasks, threads: int | None = None, repeat: int = 20) -> dict:
@@ -121,7 +121,7 @@ def estimate_cpu_layers(tasks, threads: int | None = None, repeat: int = 20) -> 
     total = sum(r["count"] * r["ms"] for r in rows)
     import onnxruntime as ort
 
-    method = (f"fp32 ONNX Runtime {ort.__version__} on this host, {threads} thread(s), median of {repeat} "
+    method = (f"fp32 ONNX Runtime {ort.__version__} on this host, {threads} thread(s), fastest of {repeat} "
               "runs per layer (convolutions/matmuls at their shapes, other ops as one elementwise pass); "
               "not the board's CPU")
     return {"ms": total, "method": method, "threads": threads, "layers": rows}

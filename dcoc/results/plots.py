@@ -265,7 +265,7 @@ def plot_front(front: list[dict], board, path: str, points: list[dict] | None = 
                            zorder=3, **style)
         lim, lab = budgets[key]
         ax.axvline(lim, color="C3", ls="--", lw=1, label=f"{bd.name} budget", zorder=1)
-        ax.set_xlabel(f"{'BRAM36' if key == 'bram36' else key.upper()} (budget: {lab})", fontsize=FONT["label"])
+        ax.set_xlabel(f"{'BRAM36' if key == 'bram36' else key.upper()}   (dashed: {lab})", fontsize=FONT["label"])
         ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
         if key == "lut":
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
