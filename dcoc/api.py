@@ -343,8 +343,10 @@ def _describe_run(driver, session) -> str:
         text = "joint co-design: one tuner per layer over hardware x schedule knobs, told the model latency"
     else:
         text = type(driver).__name__
-    return (f"{text}; {len(session.hw)} hardware configs explored"
-            + (f"; {session.replayed} trials replayed from the records" if session.replayed else ""))
+    if not isinstance(driver, cd.SoftwareTuning):
+        n = len(session.hw)
+        text += f"; {n} hardware config{'s' if n != 1 else ''} explored"
+    return text + (f"; {session.replayed} trials replayed from the records" if session.replayed else "")
 
 
 def _cpu_estimate(tasks, cpu) -> dict:

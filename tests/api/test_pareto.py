@@ -135,7 +135,7 @@ def test_summary_says_how_the_trials_were_spent(pareto_run):
     text = res.extra["search"]
     m = re.match(r"co-design: (\d+) DCOC rounds? \((\d+) trials\), default schedules on the start "
                  r"hardware \((\d+)\)(?:, random schedules around the incumbent .*? \((\d+)\))?; "
-                 r"(\d+) hardware configs explored$", text)
+                 r"(\d+) hardware configs? explored$", text)
     assert m, text
     rounds, in_rounds, default, fill, explored = (int(g or 0) for g in m.groups())
     assert rounds >= 1 and in_rounds + default + fill == res.trials == 40
