@@ -306,18 +306,17 @@ def estimate_points(rows, layers, board, target=None, measurer=None, donors: int
     recorded: set = set()  # the keys whose time the search measured
     jobs: dict = {}       # key -> (task, knobs) to time
     cand: dict = {}       # (hw name, layer idx) -> [(key, knobs)]
-    tasks: dict = {}
 
-    def add(hw, li, k, cs) -> None:
+    def add(task, hw, li, k, cs) -> None:
         key = (li, tkey(hw), Space.key(k))
         if key not in known:
-            jobs.setdefault(key, (tasks[(hw.name, li)], k))
+            jobs.setdefault(key, (task, k))
         cs.append((key, k))
 
     for hw in hws:
         tid = tkey(hw)
         for li, la in enumerate(layers):
-            task = tasks[(hw.name, li)] = tg.task(la, hw)
+            task = tg.task(la, hw)  # not kept: thousands of configs x layers
             space = task.space
             cs: list = []
             # the fastest schedule the search measured on this timing class that fits
@@ -340,7 +339,7 @@ def estimate_points(rows, layers, board, target=None, measurer=None, donors: int
                 seen.add(sk)
                 k = tg.transfer(la, src_hw, k, hw, space)
                 if k is not None:
-                    add(hw, li, k, cs)
+                    add(task, hw, li, k, cs)
             # the target's default schedule of the timing class, where it fits
             if (li, tid) not in class_default:
                 big = biggest[tid]
@@ -348,7 +347,7 @@ def estimate_points(rows, layers, board, target=None, measurer=None, donors: int
                     la, big, space if big is hw else tg.task(la, big).space)
             k = class_default[(li, tid)]
             if k is not None and space.is_valid(k):
-                add(hw, li, k, cs)
+                add(task, hw, li, k, cs)
             cand[(hw.name, li)] = cs
 
     own = measurer is None
@@ -369,9 +368,10 @@ def estimate_points(rows, layers, board, target=None, measurer=None, donors: int
             if any(math.isfinite(known[key]) for key, _ in cs):
                 continue
             hw = by_name[hname]
-            k = tg.default_schedule(layers[li], hw, tasks[(hname, li)].space)
+            task = tg.task(layers[li], hw)
+            k = tg.default_schedule(layers[li], hw, task.space)
             if k is not None:
-                add(hw, li, k, cs)
+                add(task, hw, li, k, cs)
         n_sim += len(jobs)
         run(jobs)
     finally:
