@@ -1,23 +1,26 @@
 """The throughput / area Pareto front of an accelerator co-design run.
 
 DCOC returns one design point; a user with a smaller FPGA budget wants the trade-off
-instead.  This module rebuilds it from what a run leaves behind -- the append-only
-records (every measured schedule, tagged with its hardware config) and the target's
-resource model (:meth:`dcoc.targets.Target.resources`) -- so it does not depend on how a
-co-design driver keeps its state:
+instead.  This module builds it from what a run leaves behind -- the append-only records
+(every measured schedule, tagged with its hardware config), the run's layers
+(``layers.json``) and the target's resource model (:meth:`dcoc.targets.Target.resources`)
+-- so it does not depend on how a co-design driver keeps its state:
 
-* a hardware config is **complete** when every VTA layer of the model has at least one
-  valid record on it; its latency is ``sum(count x best cost)`` over the layers, with the
-  best schedule per layer;
-* its resources are the target's estimate on the board: ``bram36``, ``dsp``, ``lut``;
-* the **front** is the set of complete configs that no other complete config dominates
-  (at least as much throughput with no more BRAM36, DSP and LUT, and strictly better in
-  one of them), sorted by throughput.
+* :func:`estimate_points`: one point per hardware config that fits the board, **measured**
+  (the search tuned every layer on it) or **estimated** (its layers timed with schedules
+  transferred from the searched designs, or default ones); :func:`complete_points`: the
+  configs the search completed only;
+* a point's resources are the target's estimate on the board: ``bram36``, ``dsp``, ``lut``;
+* the **front** is the set of points that no other point dominates (no more BRAM36, DSP
+  and LUT, and more throughput -- or fewer resources somewhere at a throughput within
+  0.5 %: :data:`THROUGHPUT_TOL`), sorted by throughput.
 
-Every front entry is ``{hardware, latency_ms, throughput, resources: {bram36, dsp, lut},
-schedules}`` with ``hardware`` the HWConfig fields plus ``name`` and ``schedules``
-``{layer name: knobs}`` -- a design a user can pick and deploy without re-tuning.
-:func:`dcoc.results.plots.plot_front` draws it against the board's budget.
+Every point is ``{hardware, latency_ms, throughput, resources: {bram36, dsp, lut},
+schedules, source}`` with ``hardware`` the HWConfig fields plus ``name``, ``schedules``
+``{layer name: knobs}`` (a design a user can pick and deploy without re-tuning; its
+latency is the simulation of these schedules) and ``source`` ``measured`` or
+``estimated``.  :func:`dcoc.results.plots.plot_front` draws the front against the board's
+budget.
 """
 from __future__ import annotations
 
@@ -25,8 +28,8 @@ import json
 import math
 import os
 
-__all__ = ["complete_points", "estimate_points", "pareto_front", "dominates", "front_from_run",
-           "spanning", "RESOURCE_KEYS", "MEASURED", "ESTIMATED"]
+__all__ = ["complete_points", "estimate_points", "evaluate_run", "pareto_front", "dominates", "front_from_run",
+           "spanning", "RESOURCE_KEYS", "MEASURED", "ESTIMATED", "THROUGHPUT_TOL", "POINTS_FILE"]
 
 RESOURCE_KEYS = ("bram36", "dsp", "lut")
 #: ``point["source"]``: the search measured (tuned) every layer's schedule on this config
@@ -91,19 +94,28 @@ def complete_points(rows, layers, board, target=None) -> list[dict]:
     return points
 
 
-def dominates(a: dict, b: dict) -> bool:
-    """True when ``a`` has at least ``b``'s throughput with no more of any resource and is
-    strictly better in at least one of them."""
-    ge = a["throughput"] >= b["throughput"] and all(
-        a["resources"][k] <= b["resources"][k] for k in RESOURCE_KEYS)
-    gt = a["throughput"] > b["throughput"] or any(
-        a["resources"][k] < b["resources"][k] for k in RESOURCE_KEYS)
-    return ge and gt
+#: throughputs within this fraction count as equal when comparing designs: a design that
+#: buys less than 0.5 % more throughput with more BRAM/DSP/LUT is not worth listing
+THROUGHPUT_TOL = 0.005
 
 
-def pareto_front(points: list[dict]) -> list[dict]:
-    """The non-dominated points (throughput up, BRAM36/DSP/LUT down), by throughput."""
-    front = [p for p in points if not any(dominates(q, p) for q in points if q is not p)]
+def dominates(a: dict, b: dict, tol: float = THROUGHPUT_TOL) -> bool:
+    """True when ``a`` is at least as good as ``b`` and better somewhere: no more of any
+    resource and, with the same resources, more throughput; with fewer resources somewhere,
+    a throughput no more than ``tol`` (relative) below ``b``'s."""
+    ra = [a["resources"][k] for k in RESOURCE_KEYS]
+    rb = [b["resources"][k] for k in RESOURCE_KEYS]
+    if any(x > y for x, y in zip(ra, rb)):
+        return False
+    if ra == rb:
+        return a["throughput"] > b["throughput"]
+    return a["throughput"] >= b["throughput"] * (1 - tol)
+
+
+def pareto_front(points: list[dict], tol: float = THROUGHPUT_TOL) -> list[dict]:
+    """The non-dominated points (throughput up, BRAM36/DSP/LUT down; :func:`dominates`), by
+    throughput."""
+    front = [p for p in points if not any(dominates(q, p, tol) for q in points if q is not p)]
     # identical (throughput, resources) duplicates: keep the first by name
     seen, out = set(), []
     for p in sorted(front, key=lambda p: (-p["throughput"], p["hardware"]["name"])):
