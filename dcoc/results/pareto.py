@@ -182,8 +182,9 @@ def front_from_run(work_dir: str, estimate: bool = False) -> tuple[list[dict], l
 
 
 def spanning(front: list[dict], n: int = 12) -> list[dict]:
-    """At most ``n`` designs of ``front`` that span its resource range: the fastest, the
-    smallest in each resource, every measured one, then evenly spaced by DSP; by DSP."""
+    """About ``n`` designs of ``front`` that span its resource range (all of them when there
+    are at most ``n``): the fastest, the smallest in each resource, every measured one, then
+    evenly spaced in size order; sorted by DSP, BRAM36, LUT."""
     if len(front) <= n:
         return sorted(front, key=_by_size)
     pick: list = [max(front, key=lambda p: p["throughput"])]
@@ -199,7 +200,7 @@ def spanning(front: list[dict], n: int = 12) -> list[dict]:
         if id(p) not in seen:
             seen.add(id(p))
             out.append(p)
-    return out[:max(n, len(out))]
+    return out
 
 
 def _by_size(p) -> tuple:
