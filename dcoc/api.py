@@ -168,8 +168,10 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     progress: show progress on stderr (a bar on a terminal, a line every N trials otherwise).
     verbose (keyword, llvm/cuda): TVM's own logs and native warnings on the console instead
         of ``work_dir/logs/tvm.log``.
-    pareto: accelerator co-design: also return the throughput/area Pareto front over every
-        hardware config the search completed (``result.pareto``, :mod:`dcoc.results.pareto`).
+    pareto: accelerator co-design: also return the throughput/area Pareto front over the
+        board's whole feasible hardware space (``result.pareto``; each design ``measured``
+        by the search or ``estimated`` with transferred/default schedules;
+        :func:`dcoc.results.pareto.estimate_points`).
     warm_start (keyword, DCOC co-design): run directories or ``records.jsonl`` files of
         earlier co-design runs of *other* models on the same target/board: their measurements
         pre-fit DCOC's cost models and their best hardware configs are scored first
@@ -211,6 +213,9 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
         model = module_to_onnx(model, example_inputs, os.path.join(work_dir, _slug(label) + ".onnx"))
     model_path = _model_path(model)
     if not is_acc:
+        from tvm_plugin.frontend.targets import require_device
+
+        require_device(target)  # a GPU target without a GPU: one line, before any work
         if kwargs.get("warm_start") is not None:
             raise DcocError("warm_start needs an accelerator target (vta co-design with a DCOC tuner)")
         kwargs.pop("warm_start", None)
@@ -239,10 +244,17 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     res = _tune_accelerator(tname, model, board, int(trials), tuner, seed, work_dir, resume,
                            hardware, input_shapes, measurer, n_workers, progress,
                            model_path=model_path, **kwargs)
-    if pareto:  # from the run's records + the resource model (dcoc.results.pareto)
-        from dcoc.results.pareto import front_from_run
+    if pareto:  # the board's whole hardware space: searched + estimated (dcoc.results.pareto)
+        from dcoc.results.pareto import evaluate_run
 
-        res.pareto = front_from_run(res.work_dir)[0]
+        m, own = _measurer(measurer, n_workers, tname)
+        try:
+            ev = evaluate_run(res.work_dir, measurer=m)
+        finally:
+            if own:
+                m.close()
+        res.pareto = ev["front"]
+        res.extra["pareto"] = ev["stats"]
         res.save(os.path.join(res.work_dir, "result.json"))
     return res
 
@@ -334,16 +346,19 @@ def _tune_accelerator(target, model, board, trials, tuner, seed, work_dir, resum
         raise DcocError("no complete schedule was found within the trial budget; raise --trials")
     hw = session.hw[best_hw]
     layer_rows = _layer_rows(layers, hw, session)
+    cpu_est = _cpu_estimate(tasks, cpu)
     res = TuneResult(
         target=tg.name, tuner=tuner, seed=seed, latency_ms=session.best_latency * 1e3,
         baseline_latency_ms=baseline * 1e3, trials=session.trials, hardware=hw,
         schedules=session.schedules(best_hw),
         history=[(t, lat * 1e3) for t, lat in session.history if math.isfinite(lat)],
-        layers=layer_rows, cpu_layers=[{"layer": n, "kind": k, "count": c} for n, k, c in cpu],
+        layers=layer_rows, cpu_layers=cpu_est["layers"],
+        cpu_latency_ms=cpu_est["ms"], cpu_method=cpu_est["method"],
         board=bd.name, method=describe(tuner),
         model=getattr(tasks, "model", str(model)), work_dir=work_dir,
         database_path=records.path, wall_seconds=time.perf_counter() - t0,
         extra={"hardware_explored": len(session.hw), "replayed_trials": session.replayed,
+               "search": _describe_run(driver, session),
                "resources": tg.resources(hw, bd)},
         input_shapes={k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
         if input_shapes else None,
@@ -351,6 +366,43 @@ def _tune_accelerator(target, model, board, trials, tuner, seed, work_dir, resum
     )
     res.save(os.path.join(work_dir, "result.json"))
     return res
+
+
+def _describe_run(driver, session) -> str:
+    """How the co-design driver spent the trials, in words (the summary's ``search`` line)."""
+    from dcoc import codesign as cd
+
+    if hasattr(driver, "describe_run"):
+        text = driver.describe_run()
+    elif isinstance(driver, cd.SoftwareTuning):
+        text = (f"software only on {driver.hw.name}: every layer's default schedule, then one tuner per "
+                "layer, budget to the layer with the most to gain")
+    elif isinstance(driver, cd.SweepCoDesign):
+        text = "sweep co-design: every core shape, then buffer variants of the best, then local search"
+    elif isinstance(driver, cd.NestedCoDesign):
+        text = "nested co-design: the tuner picks hardware, a fixed software budget per config"
+    elif isinstance(driver, cd.JointCoDesign):
+        text = "joint co-design: one tuner per layer over hardware x schedule knobs, told the model latency"
+    else:
+        text = type(driver).__name__
+    if not isinstance(driver, cd.SoftwareTuning):
+        n = len(session.hw)
+        text += f"; {n} hardware config{'s' if n != 1 else ''} explored"
+    return text + (f"; {session.replayed} trials replayed from the records" if session.replayed else "")
+
+
+def _cpu_estimate(tasks, cpu) -> dict:
+    """The layers left on the CPU, timed on this host (:mod:`dcoc.results.cpu_layers`);
+    ``ms`` None (and the reason in ``method``) when they cannot be timed."""
+    rows = [{"layer": n, "kind": k, "count": c} for n, k, c in cpu]
+    if not rows:
+        return {"ms": 0.0, "method": "no layer left on the CPU", "layers": rows}
+    from dcoc.results.cpu_layers import estimate_cpu_layers
+
+    try:
+        return estimate_cpu_layers(tasks)
+    except Exception as exc:  # noqa: BLE001 - a missing estimate must not lose the tuning result
+        return {"ms": None, "method": f"not timed: {' '.join(str(exc).split())[:200]}", "layers": rows}
 
 
 def _check_schedulable(layers, hw, tg) -> None:

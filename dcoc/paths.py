@@ -48,7 +48,7 @@ def ensure_writable_dir(path: str, what: str, hint: str = "") -> str:
 def check_output_file(path: str, what: str = "output file") -> str:
     """Check, before any work, that ``path`` can be written (it is not a directory; its
     directory exists and is writable, or can be created under the nearest existing,
-    writable ancestor).  Nothing is created.  Raises :class:`DcocError`."""
+    writable ancestor -- tried with a probe file, removed at once).  Raises :class:`DcocError`."""
     full = os.path.abspath(path)
     if os.path.isdir(full):
         raise DcocError(f"{what} {path} is a directory")
@@ -60,20 +60,64 @@ def check_output_file(path: str, what: str = "output file") -> str:
         anc = os.path.dirname(anc)
     if not os.path.isdir(anc):
         raise DcocError(f"cannot write {what} {path}: {anc} is not a directory")
+    if os.path.exists(full) and not os.path.isfile(full):  # /dev/null, a FIFO: written in place
+        if not os.access(full, os.W_OK):
+            raise DcocError(f"cannot write {what} {path}: permission denied")
+        return path
     if not os.access(anc, os.W_OK | os.X_OK) or (os.path.exists(full) and not os.access(full, os.W_OK)):
         raise DcocError(f"cannot write {what} {path}: permission denied")
+    try:  # permission bits are not the whole story (root; /proc, read-only mounts): try it
+        fd, probe = tempfile.mkstemp(prefix=".dcoc-write-test-", dir=anc)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as exc:
+        raise DcocError(f"cannot write {what} {path}: cannot create files in {anc} "
+                        f"({exc.strerror or exc})") from None
     return path
 
 
+def _umask() -> int:
+    """The process umask (read without changing it where /proc tells it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: str, text: str, what: str = "output file") -> str:
-    """Write ``text`` to ``path`` through a temporary file and a rename; DcocError on failure."""
+    """Write ``text`` to ``path`` through a temporary file and a rename; DcocError on failure.
+
+    The file gets the mode a plain ``open(path, "w")`` would give it: ``0o666`` less the
+    user's umask (``mkstemp`` alone creates it ``0o600``)."""
     full = os.path.abspath(path)
+    tmp = None
+    if os.path.exists(full) and not os.path.isfile(full) and not os.path.isdir(full):
+        try:  # a device or FIFO (/dev/null, /dev/stdout): write in place, never replace it
+            with open(full, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise DcocError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+        return path
     try:
         os.makedirs(os.path.dirname(full), exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".dcoc-", suffix=".tmp", dir=os.path.dirname(full))
         with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
             f.write(text)
         os.replace(tmp, full)
+        tmp = None
     except OSError as exc:
         raise DcocError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
     return path

@@ -62,9 +62,27 @@ class Progress:
         print(f"{self.desc}: {self.n}/{self.total} {self.unit}s{note}, "
               f"{time.perf_counter() - self.t0:.0f} s", file=self.stream, flush=True)
 
+    def write(self, text: str) -> None:
+        """A status line on the progress stream (above the bar on a terminal)."""
+        if self.bar is not None:
+            self.bar.write(text, file=self.stream)
+        else:
+            print(text, file=self.stream, flush=True)
+
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
         elif self.n and self.n != self._last_line:
             self._line()
+
+
+def resume_note(n: int, where: str | None, progress=None) -> None:
+    """``dcoc: resuming: N recorded trials from WHERE`` on the progress stream (``progress``:
+    a :class:`Progress`, an object holding one as ``.bar``, or None: stderr)."""
+    text = f"dcoc: resuming: {n} recorded trial{'s' if n != 1 else ''}" + (f" from {where}" if where else "")
+    bar = progress if isinstance(progress, Progress) else getattr(progress, "bar", None)
+    if isinstance(bar, Progress):
+        bar.write(text)
+    else:
+        print(text, file=sys.stderr, flush=True)

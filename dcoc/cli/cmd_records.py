@@ -1,7 +1,7 @@
 """``dcoc records``: inspect and merge tuning records."""
 from __future__ import annotations
 
-from dcoc.cli.options import Output, add_output_arguments
+from dcoc.cli.options import Output, add_hardware_argument, add_output_arguments
 
 NAME = "records"
 HELP = "summarize (best per task and hardware) or merge JSONL tuning records"
@@ -15,7 +15,7 @@ examples:
   dcoc records dcoc_runs/resnet18_vta_pynq_dcoc_s0/records.jsonl
   dcoc records dcoc_runs/odd_llvm_dcoc_s0                    # MetaSchedule database
   dcoc records a.jsonl b.jsonl --merge all.jsonl
-  dcoc records runs/*.jsonl --hw 1x16x16_i8w8a32_15_15_18_17 --top 3 --task vta:conv2d_56x56_64x64_k3s1
+  dcoc records runs/*.jsonl --hardware 1x16x16_i8w8a32_15_15_18_17 --top 3 --task vta:conv2d_56x56_64x64_k3s1
   dcoc records c2.jsonl --json -"""
 
 
@@ -23,7 +23,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("files", nargs="+", metavar="RECORDS",
                         help="JSONL records files, or MetaSchedule work dirs / databases")
     parser.add_argument("--merge", metavar="OUT", default=None, help="merge the files into OUT (must not exist)")
-    parser.add_argument("--hw", default=None, help="only this hardware name")
+    add_hardware_argument(parser, "only this hardware name")
     parser.add_argument("--task", default=None, help="only this task key; with --top, list its best records")
     parser.add_argument("--top", type=int, default=1, help="records per task to show (default: 1)")
     add_output_arguments(parser, "the rows shown and the counts", progress=False)
@@ -77,9 +77,9 @@ def run(args) -> int:
     db = dbs[0] if len(dbs) == 1 else Records.merge_rows([d.rows for d in dbs])
     shown = []
     if args.task:
-        shown = db.topk(args.task, hw=args.hw, k=args.top)
+        shown = db.topk(args.task, hw=args.hardware, k=args.top)
     else:
-        shown = [r for _, r in sorted(db.best_per_task(hw=args.hw).items(),
+        shown = [r for _, r in sorted(db.best_per_task(hw=args.hardware).items(),
                                       key=lambda kv: (kv[0][0], str(kv[0][1])))]
     rows = [[r["task"], r["hw"] or "-", f"{r['cost'] * 1e3:.4f}", r.get("tuner", ""), r["knobs"] or "-"]
             for r in shown]

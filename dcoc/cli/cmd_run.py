@@ -1,11 +1,16 @@
 """``dcoc run``: the whole quantized model on the tuned accelerator (simulated)."""
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 
-from dcoc.cli.options import add_model_arguments, parse_input_shapes
+from dcoc.cli.options import (
+    Output,
+    add_hardware_argument,
+    add_model_arguments,
+    add_output_arguments,
+    parse_input_shapes,
+)
 
 NAME = "run"
 HELP = "run a model quantized to int8 on the (tuned) VTA simulator, bit-exact vs an integer reference"
@@ -33,10 +38,9 @@ examples:
 
 def add_arguments(parser) -> None:
     add_model_arguments(parser)
-    parser.add_argument("--hardware", "--hw", default=None, metavar="HW",
-                        help="hardware config: a preset (pynq, pynq_4x8, ultra96, zcu104) or a "
-                             "name like 1x16x16_i8w8a32_15_15_18_17 (default: the one in "
-                             "--schedules, else pynq)")
+    add_hardware_argument(parser, "hardware config: a preset (pynq, pynq_4x8, ultra96, zcu104) or a "
+                                  "name like 1x16x16_i8w8a32_15_15_18_17 (default: the one in "
+                                  "--schedules, else pynq)")
     parser.add_argument("--board", default="pynq", metavar="BOARD",
                         help="board whose clock and bus a config name without them gets "
                              "(default pynq)")
@@ -50,11 +54,9 @@ def add_arguments(parser) -> None:
                         help="random calibration samples when --calibration is not given "
                              "(default 4)")
     parser.add_argument("--seed", type=int, default=0, help="seed of generated inputs")
-    parser.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH|-",
-                        help="write {bit_exact, cosine, top1_agreement, latency_ms, layers, "
-                             "cpu_layers, ...} as JSON to PATH, or stdout with '-' / no value")
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="no progress display")
+    add_output_arguments(parser, "{bit_exact, cosine, top1_agreement, latency_ms, layers, cpu_layers, ...}",
+                         verbose_help="more detail: the stages as they run, also when stderr is not a "
+                                      "terminal (default: only on a terminal)")
 
 
 def run(args) -> int:
@@ -62,6 +64,7 @@ def run(args) -> int:
     from dcoc.runtime.quantize import CalibrationWarning
     from dcoc.runtime.runner import run as run_model
 
+    out = Output(args)  # checks a --json PATH before the run
     if args.calibration_samples < 1:
         raise DcocError(f"--calibration-samples must be >= 1, got {args.calibration_samples}")
     shapes = parse_input_shapes(args.input_shape)
@@ -75,17 +78,11 @@ def run(args) -> int:
                         inputs=args.inputs, calibration=args.calibration,
                         calibration_samples=args.calibration_samples, board=args.board,
                         input_shapes=shapes, seed=args.seed,
-                        progress=not args.quiet and sys.stderr.isatty())
-    to_stdout = args.json == "-"
-    if args.json and not to_stdout:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(res.to_json(), fh, indent=2, default=_default)
-            fh.write("\n")
-    if to_stdout:
-        json.dump(res.to_json(), sys.stdout, indent=2, default=_default)
-        sys.stdout.write("\n")
-    else:
-        print(res.summary())
+                        progress=out.verbose or (out.progress and sys.stderr.isatty()))
+    out.emit_json(res.to_json(), default=_default)
+    out.print(res.summary())
+    if out.json_path not in (None, "-"):
+        out.print(f"result written to {out.json_path}")
     return 0 if res.bit_exact else 1
 
 

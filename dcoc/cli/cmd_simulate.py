@@ -3,7 +3,13 @@ from __future__ import annotations
 
 import json
 
-from dcoc.cli.options import Output, add_model_arguments, add_output_arguments, parse_input_shapes
+from dcoc.cli.options import (
+    Output,
+    add_hardware_argument,
+    add_model_arguments,
+    add_output_arguments,
+    parse_input_shapes,
+)
 from dcoc.errors import ConfigError
 
 NAME = "simulate"
@@ -17,13 +23,13 @@ time, count in the model, GOPS, utilization, schedule), the end-to-end accelerat
 (sum of count x time), and the layers that stay on the CPU with their counts.
 
 --board picks the FPGA (pynq, ultra96, zcu104): its clock, bus width and default config;
---hw overrides the config with a preset (pynq, pynq_4x8, ultra96, zcu104) or a name such
+--hardware overrides the config with a preset (pynq, pynq_4x8, ultra96, zcu104) or a name such
 as 1x16x16_i8w8a32_15_15_18_17 (clock and bus then come from the board).  The config must
 fit the board's BRAM/DSP/LUT budget.
 
 examples:
   dcoc simulate resnet18 --board pynq
-  dcoc simulate resnet18 --board pynq --hw pynq_4x8
+  dcoc simulate resnet18 --board pynq --hardware pynq_4x8
   dcoc simulate model.onnx --input-shape input:1,3,224,224 --json -"""
 
 _BOARD_PRESET = {"pynq": "pynq", "ultra96": "ultra96", "zcu104": "zcu104"}
@@ -33,9 +39,9 @@ def add_arguments(parser) -> None:
     add_model_arguments(parser)
     parser.add_argument("--board", default="pynq", metavar="BOARD",
                         help="FPGA board: pynq (default), ultra96, zcu104")
-    parser.add_argument("--hw", default=None, metavar="PRESET_OR_NAME",
-                        help="hardware config: a preset (pynq, pynq_4x8, ultra96, zcu104) or a "
-                             "name like 1x16x16_i8w8a32_15_15_18_17 (default: the board's)")
+    add_hardware_argument(parser, "hardware config: a preset (pynq, pynq_4x8, ultra96, zcu104) or a "
+                                  "name like 1x16x16_i8w8a32_15_15_18_17 (default: the board's)",
+                          metavar="PRESET_OR_NAME")
     parser.add_argument("--knobs", default=None, metavar="FILE.json",
                         help="JSON {task name: {knob: value}} to use instead of default "
                              "schedules for some layers")
@@ -75,7 +81,7 @@ def run(args) -> int:
     from dcoc.vta.report import simulate_model
 
     out = Output(args)
-    board, hw = resolve_hw(args.board, args.hw)
+    board, hw = resolve_hw(args.board, args.hardware)
     knobs = _load_knobs(args.knobs)
     shapes = parse_input_shapes(args.input_shape)
     from tvm_plugin.frontend import model_tasks  # lazy: only this step needs TVM

@@ -101,7 +101,9 @@ def add_arguments(parser) -> None:
                              "model on their measurements and scores their best hardware first")
     parser.add_argument("--pareto", action="store_true",
                         help="accelerator co-design: also report the throughput/area Pareto front (BRAM36, DSP, LUT) "
-                             "over every hardware config the search completed (result.json 'pareto')")
+                             "over every hardware config that fits the board: the configs the search measured, "
+                             "the others timed with schedules transferred from its designs (or default ones) and "
+                             "marked estimated (result.json 'pareto', WORK_DIR/pareto.png)")
     parser.add_argument("--export", default=None, metavar="PATH",
                         help="after tuning, export the result (`dcoc export`): llvm/cuda a TVM library "
                              "(PATH.so or PATH/model.so), vta/systolic a directory with the hardware "
@@ -151,7 +153,7 @@ def run(args) -> int:
                     **({"warm_start": args.warm_start} if getattr(args, "warm_start", None) else {}), **kw)
     text = summary(res)
     if getattr(res, "pareto", None) is not None:
-        text += "\n" + pareto_summary(res.pareto, res.board)
+        text += "\n" + pareto_summary(res.pareto, res.board, (res.extra or {}).get("pareto"))
     out.print(text)
     try:
         from dcoc.results.plots import plot_run_dir
@@ -171,13 +173,32 @@ def run(args) -> int:
     return 0
 
 
-def pareto_summary(front, board) -> str:
-    """The Pareto front as a table (one row per non-dominated hardware config)."""
-    rows = [[p["hardware"]["name"], f"{p['latency_ms']:.3f}", f"{p['throughput']:.1f}",
-             p["resources"]["bram36"], p["resources"]["dsp"], p["resources"]["lut"]] for p in front]
-    return (f"\nPareto front on {board} ({len(front)} non-dominated configs; schedules in result.json)\n"
-            + render_table(["hardware", "ms", "inf/s", "BRAM36", "DSP", "LUT"], rows,
-                           right={1, 2, 3, 4, 5}))
+def pareto_summary(front, board, stats: dict | None = None, rows: int = 12) -> str:
+    """The Pareto front as a table: the designs spanning its resource range (all of them
+    when there are at most ``rows``), measured (searched) or estimated."""
+    from dcoc.results.pareto import MEASURED, RESOURCE_KEYS, spanning
+
+    stats = stats or {}
+    shown = spanning(front, rows)
+    n_meas = sum(p.get("source", MEASURED) == MEASURED for p in front)
+    table = [[p["hardware"]["name"], p.get("source", MEASURED), f"{p['latency_ms']:.3f}",
+              f"{p['throughput']:.1f}", p["resources"]["bram36"], p["resources"]["dsp"],
+              p["resources"]["lut"]] for p in shown]
+    over = (f"of the {stats['configs']} hardware configs that fit it" if stats.get("configs")
+            else "of the hardware configs the search completed")
+    span = ", ".join(f"{'BRAM36' if k == 'bram36' else k.upper()} {min(p['resources'][k] for p in front)}"
+                     f"-{max(p['resources'][k] for p in front)}" for k in RESOURCE_KEYS) if front else ""
+    head = (f"\nPareto front on {board}: {len(front)} non-dominated designs {over}\n"
+            f"  {n_meas} measured, {len(front) - n_meas} estimated; {span}"
+            + (f"\n  showing {len(shown)} that span it; all of them, with their schedules, are in result.json"
+               if len(shown) < len(front) else "; schedules in result.json"))
+    if stats.get("estimated"):
+        head += ("\n  measured: the search tuned every layer on it (or on a buffer-size variant); estimated:"
+                 " not searched,\n  layers timed with schedules transferred from the searched designs or"
+                 " default ones (tuning\n  can only lower them); every latency is the simulation of the"
+                 " design's schedules")
+    return head + "\n" + render_table(["hardware", "source", "ms", "inf/s", "BRAM36", "DSP", "LUT"], table,
+                                      right={2, 3, 4, 5, 6})
 
 
 def _target_arg(text: str):
@@ -200,26 +221,29 @@ def summary(res) -> str:
     if is_accelerator(res.target):
         rows = [[r["layer"], r["count"], f"{r['cycles']:,}", f"{r['ms']:.3f}", f"{r['gops']:.1f}",
                  f"{100 * r['utilization']:.0f}%", r.get("device", res.target)] for r in res.layers]
+        # CPU layers: their host-timed total is the "cpu layers" line (per layer: result.json)
         rows += [[c["layer"], c["count"], "-", "-", "-", "-", "cpu"] for c in res.cpu_layers]
         out.append(render_table(["layer", "count", "cycles", "ms", "GOPS", "util", "device"], rows,
                                 right={1, 2, 3, 4, 5}))
         out.append("")
-        out.append(f"hardware   {get(res.target).describe_hw(res.hardware, res.board)}")
+        out.append(f"hardware    {get(res.target).describe_hw(res.hardware, res.board)}")
     else:
         rows = [[r.get("task", r.get("layer")), r.get("weight", r.get("count", "")),
                  f"{r.get('ms', float('nan')):.4f}", r.get("trials", "")] for r in res.layers]
         if rows:
             out.append(render_table(["task", "weight", "best ms", "trials"], rows, right={1, 2, 3}))
             out.append("")
-    out.append(f"latency    {res.latency_ms:.3f} ms  ({res.throughput:.1f} inferences/s)")
+    w = 11 if is_accelerator(res.target) else 10  # label width
     if is_accelerator(res.target):
-        base = get(res.target).baseline_label(res.board)
-        out.append(f"baseline   {res.baseline_latency_ms:.3f} ms  ({base}); speedup {res.speedup:.2f}x")
+        out += _accelerator_lines(res)
     else:
+        out.append(f"latency    {res.latency_ms:.3f} ms  ({res.throughput:.1f} inferences/s)")
         out += _llvm_lines(res)
-    out.append(f"trials     {res.trials}  tuner {res.tuner}" + (f" ({res.method})" if res.method else "")
+    out.append(f"{'trials':<{w}} {res.trials}  tuner {res.tuner}" + (f" ({res.method})" if res.method else "")
                + f"  seed {res.seed}  wall {res.wall_seconds:.0f} s")
-    out.append(f"work dir   {res.work_dir}")
+    if is_accelerator(res.target) and (res.extra or {}).get("search"):
+        out.append(f"{'search':<{w}} {res.extra['search']}")
+    out.append(f"{'work dir':<{w}} {res.work_dir}")
     return "\n".join(out)
 
 
@@ -246,3 +270,36 @@ def _llvm_lines(res) -> list:
         out.append(f"budget     stopped on time: {ex.get('time_budget_s'):g} s spent after "
                    f"{ex.get('new_trials')} new trials")
     return out
+
+
+def _accelerator_lines(res) -> list[str]:
+    """Accelerator, baseline, CPU-layer and whole-model lines of an accelerator result."""
+    from dcoc.targets import get
+
+    tg = get(res.target)
+    n_acc, n_cpu = sum(int(r["count"]) for r in res.layers), sum(int(c["count"]) for c in res.cpu_layers)
+    lines = [f"accelerator {res.latency_ms:.3f} ms  ({res.throughput:.1f} inferences/s; the {n_acc} layers "
+             f"{tg.label} runs, simulated)",
+             f"baseline    {res.baseline_latency_ms:.3f} ms  ({tg.baseline_label(res.board)}); "
+             f"speedup {res.speedup:.2f}x"]
+    model = res.model_latency_ms
+    if not res.cpu_layers:
+        lines.append(f"latency     {res.latency_ms:.3f} ms  ({res.throughput:.1f} inferences/s; "
+                     "no layer is left on the CPU)")
+    elif model is None:
+        lines.append(f"cpu layers  {n_cpu} layers, {res.cpu_method or 'not timed'}")
+        lines.append(f"latency     accelerator only: {res.latency_ms:.3f} ms without the {n_cpu} CPU layers "
+                     "(not timed)")
+    else:
+        lines.append(f"cpu layers  {res.cpu_latency_ms:.3f} ms  ({n_cpu} layers left on the CPU; "
+                     f"{_short_method(res.cpu_method)})")
+        lines.append(f"latency     {model:.3f} ms  ({1000.0 / model:.1f} inferences/s: accelerator + CPU layers); "
+                     f"baseline {res.baseline_model_latency_ms:.3f} ms, speedup "
+                     f"{res.baseline_model_latency_ms / model:.2f}x")
+    return lines
+
+
+def _short_method(method: str | None) -> str:
+    """The CPU timing method in a few words (the full text is result.json's cpu_method)."""
+    m = method or "not timed"
+    return m.split(", fastest of")[0] + ("; not the board's CPU" if "not the board's CPU" in m else "")

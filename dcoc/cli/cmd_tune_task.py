@@ -1,7 +1,7 @@
 """``dcoc tune-task``: tune one VTA workload's schedule with one tuner."""
 from __future__ import annotations
 
-from dcoc.cli.options import Output, add_output_arguments
+from dcoc.cli.options import Output, add_hardware_argument, add_output_arguments
 
 NAME = "tune-task"
 HELP = "tune one accelerator layer's schedule (e.g. ResNet-18's C2 on VTA) with one tuner"
@@ -16,8 +16,8 @@ tuners (--tuner):
 
 examples:
   dcoc tune-task C2 --tuner dcoc --trials 100          # the paper's agents
-  dcoc tune-task conv:28,28,128,128,3,1,1 --hw pynq_4x8 --tuner xgb --trials 300 --records c5.jsonl
-  dcoc tune-task C5 --target systolic --hw ws32x16_i16w15o15 --tuner dcoc --trials 100
+  dcoc tune-task conv:28,28,128,128,3,1,1 --hardware pynq_4x8 --tuner xgb --trials 300 --records c5.jsonl
+  dcoc tune-task C5 --target systolic --hardware ws32x16_i16w15o15 --tuner dcoc --trials 100
   dcoc tune-task C2 --trials 50 --json -      # the result as JSON on stdout"""
 
 
@@ -30,10 +30,10 @@ def add_arguments(parser) -> None:
                         help=f"accelerator target (default: {DEFAULT_TARGET})")
     parser.add_argument("--board", default=None,
                         help="the board whose clock/bus a hardware name takes (default: the target's first)")
-    parser.add_argument("--hw", default=None,
-                        help="accelerator: vta preset (pynq, pynq_4x8, ultra96, zcu104) or config name "
-                             "(default: pynq); systolic: a name like ws16x16_i15w15o15 (default: the "
-                             "board's 16x16 default)")
+    add_hardware_argument(parser,
+                          "accelerator: vta preset (pynq, pynq_4x8, ultra96, zcu104) or config name "
+                          "(default: pynq); systolic: a name like ws16x16_i15w15o15 (default: the "
+                          "board's 16x16 default)")
     add_tuner_argument(parser)
     parser.add_argument("--trials", type=int, default=200, help="simulation budget (default: 200)")
     parser.add_argument("--seed", type=int, default=0, help="the one seed (default: 0)")
@@ -59,7 +59,7 @@ def run(args) -> int:
     tg = get_target(args.target)
     wl = tg.workload(args.workload)
     bd = tg.board(args.board or tg.default_board)
-    hw = tg.parse_hw(args.hw, bd.name) if args.hw else tg.default_hw(bd)
+    hw = tg.parse_hw(args.hardware, bd.name) if args.hardware else tg.default_hw(bd)
     if args.trials < 1:
         raise DcocError(f"trials must be >= 1, got {args.trials}")
     if args.workers is not None and args.workers < 0:
@@ -74,8 +74,14 @@ def run(args) -> int:
         from dcoc.progress import Progress
 
         bar = Progress(args.trials, args.tuner)
+        said: list = []
 
         def cb(tuner, inputs, results):
+            if getattr(tuner, "recorded", 0) and not said:
+                from dcoc.progress import resume_note
+
+                said.append(True)
+                resume_note(tuner.recorded, args.records, bar)
             bar.update(tuner.trials, f"best {tuner.best_cost * 1e3:.4f} ms"
                        if tuner.best_config is not None else "")
 

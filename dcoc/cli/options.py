@@ -57,6 +57,26 @@ def add_target_argument(parser: argparse.ArgumentParser, default: str = DEFAULT_
                         help=f"{TARGET_HELP} (default: {default})")
 
 
+class _DeprecatedAlias(argparse.Action):
+    """A hidden old spelling of a flag: stores into the new one's dest, with a warning."""
+
+    def __init__(self, option_strings, dest, new: str = "", **kw):
+        self.new = new
+        super().__init__(option_strings, dest, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"dcoc: warning: {option_string} is deprecated; use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_hardware_argument(parser: argparse.ArgumentParser, help: str, metavar: str = "HW") -> None:
+    """Add ``--hardware HW`` (the one spelling every command uses; ``args.hardware``) and the
+    old ``--hw`` as a hidden, deprecated alias."""
+    parser.add_argument("--hardware", default=None, metavar=metavar, help=help)
+    parser.add_argument("--hw", dest="hardware", action=_DeprecatedAlias, new="--hardware",
+                        help=argparse.SUPPRESS)
+
+
 def tuner_table() -> str:
     """The registered tuner names and what each runs (``--help`` and the README print it)."""
     from dcoc.tuners import DEFAULT, DESCRIPTIONS
@@ -120,8 +140,12 @@ JSON_HELP = ("write {what} as JSON: to stdout with '-' (or no value; stdout then
              "only the JSON), or to the file PATH (checked before any work starts)")
 
 
+VERBOSE_HELP = ("more detail: TVM's own logs and native warnings on the console "
+                "(default: in the work dir's log file)")
+
+
 def add_output_arguments(parser: argparse.ArgumentParser, what: str = "the result",
-                         progress: bool = True) -> None:
+                         progress: bool = True, verbose_help: str | None = None) -> None:
     """Add ``--json [PATH|-]``, ``-q/--quiet`` and ``-v/--verbose`` (see the module docstring)."""
     parser.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH|-",
                         help=JSON_HELP.format(what=what))
@@ -129,8 +153,8 @@ def add_output_arguments(parser: argparse.ArgumentParser, what: str = "the resul
     g.add_argument("-q", "--quiet", action="store_true",
                    help="no progress display" if progress else "print less")
     g.add_argument("-v", "--verbose", action="store_true",
-                   help="more detail: TVM's own logs and native warnings on the console "
-                        "(default: in the work dir's log file)")
+                   help=verbose_help or (VERBOSE_HELP if progress else
+                                         "more detail where the command has any (every command takes -v)"))
 
 
 class Output:

@@ -42,12 +42,20 @@ class DCOCCoDesign:
         self._phase = "start"
         self._fill = None
         self._asked = None
+        #: trials spent per phase: the default hardware's default schedules, DCOC rounds,
+        #: random fill around the incumbent (when the walks find nothing new)
+        self.spent = {"default": 0, "round": 0, "fill": 0}
+        self._trials_at_ask = 0
 
     @property
     def agents(self):
         return self.core.agents
 
     def ask(self) -> list[tuple]:
+        self._trials_at_ask = self.s.trials
+        return self._ask()
+
+    def _ask(self) -> list[tuple]:
         s = self.s
         if self._phase == "start":
             from dcoc.codesign.software import default_jobs
@@ -81,6 +89,7 @@ class DCOCCoDesign:
     def tell(self, jobs, results) -> None:
         s = self.s
         what, hw = self._asked
+        self.spent[what] += s.trials - self._trials_at_ask
         if what == "default":
             if s.latency(hw.name) is None:
                 raise DcocError(f"no default schedule fits {hw.name} for every layer")
@@ -97,6 +106,18 @@ class DCOCCoDesign:
 
     def run(self) -> None:
         self.s.run(self)
+
+    def describe_run(self) -> str:
+        """What ran, in words, with the trials each part spent (summaries print it)."""
+        parts = [f"{len(self.log)} DCOC round{'s' if len(self.log) != 1 else ''} ({self.spent['round']} trials"
+                 + (", agents " + ("learning" if self.cfg.learn else "frozen") if self.core.uses_agents else "")
+                 + ")", f"default schedules on the start hardware ({self.spent['default']})"]
+        if self.spent["fill"]:
+            parts.append(f"random schedules around the incumbent when the round found nothing new "
+                         f"({self.spent['fill']})")
+        if self.prior is not None and len(self.prior):
+            parts.append(f"warm start: {len(self.prior)} measurements of {len(self.prior.sources)} earlier run(s)")
+        return "co-design: " + ", ".join(parts)
 
 
 def config_tag(cfg: DCOCConfig | None = None) -> str:

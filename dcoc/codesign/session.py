@@ -57,6 +57,10 @@ class Session:
             known = recorded_results(records, self.target.name, tuner, seed,
                                      tasks={l.key for l in layers})
         self.measurer = ReplayMeasurer(measurer, known)
+        if known and progress is not None:  # say so on the console: nothing recorded is re-measured
+            from dcoc.progress import resume_note
+
+            resume_note(len(known), records.path, progress)
 
     @property
     def replayed(self) -> int:

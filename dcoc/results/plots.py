@@ -176,14 +176,19 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
                                        baseline=(f"{baseline_label(res)}: {base:.3f} ms", base)
                                        if isinstance(base, (int, float)) and math.isfinite(base) else None))
         if res.get("board") and res.get("pareto") is not None:
-            # a --pareto run: the throughput/area front with the board's budget lines
-            from dcoc.results.pareto import front_from_run
+            # a --pareto run: the throughput/area front with the board's budget lines, over
+            # every point evaluated (WORK_DIR/pareto_points.json; else the searched configs)
+            from dcoc.results.pareto import POINTS_FILE, front_from_run
 
             front, pts = res["pareto"], None
             try:
-                pts = front_from_run(run_dir)[1]
-            except Exception:  # noqa: BLE001 - records gone: draw the stored front alone
-                pass
+                with open(os.path.join(run_dir, POINTS_FILE), encoding="utf-8") as f:
+                    pts = json.load(f)["points"]
+            except (OSError, ValueError, KeyError, TypeError):
+                try:
+                    pts = front_from_run(run_dir)[1]
+                except Exception:  # noqa: BLE001 - records gone: draw the stored front alone
+                    pass
             if front:
                 written.append(plot_front(front, res["board"], os.path.join(out_dir, "pareto.png"),
                                           points=pts, title=f"{res.get('model')} on {res.get('board')}: "
@@ -255,23 +260,25 @@ def ascii_curve(points: list[tuple[int, float]], width: int = 60, height: int = 
 
 def plot_front(front: list[dict], board, path: str, points: list[dict] | None = None,
                title: str | None = None, target=None) -> str:
-    """PNG: throughput vs BRAM36 / DSP / LUT (one panel each), every complete config in grey,
-    the front in colour, the board's budget (``Target.budgets``) as a dashed line per resource."""
-    from dcoc.results.pareto import RESOURCE_KEYS
+    """PNG: throughput vs BRAM36 / DSP / LUT (one panel each): every evaluated config in
+    grey, the front's designs measured by the search as filled circles and the estimated
+    ones as open triangles, the best throughput within each amount of the resource as a
+    step line, and the board's budget (``Target.budgets``) as a dashed line."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    from dcoc.results.pareto import ESTIMATED, MEASURED, RESOURCE_KEYS
     from dcoc.targets import get
 
     tg = get(target)
     bd = tg.board(board)
     budgets = tg.budgets(bd)
     plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(14, 5), sharey=True)
     for ax, key in zip(axes, RESOURCE_KEYS):
         if points:
             ax.scatter([p["resources"][key] for p in points], [p["throughput"] for p in points],
-                       s=12, color="0.75", label="explored configs", zorder=1)
-        fr = sorted(front, key=lambda p: p["resources"][key])
-        ax.scatter([p["resources"][key] for p in fr], [p["throughput"] for p in fr], s=28,
-                   color="C0", label="Pareto front", zorder=3)
+                       s=10, color="0.78", label=f"evaluated configs ({len(points)})", zorder=1)
+        fr = sorted(front, key=lambda p: (p["resources"][key], -p["throughput"]))
         # the best throughput reachable within each amount of this resource
         xs, ys, best = [], [], 0.0
         for p in fr:
@@ -279,15 +286,27 @@ def plot_front(front: list[dict], board, path: str, points: list[dict] | None = 
             xs.append(p["resources"][key])
             ys.append(best)
         if xs:
-            ax.step(xs, ys, where="post", color="C0", lw=1, zorder=2)
+            ax.step(xs, ys, where="post", color="C0", lw=1, zorder=2,
+                    label="best throughput within the resource")
+        for src, style in ((MEASURED, dict(marker="o", color="C0", s=44, label="Pareto front: measured (searched)")),
+                           (ESTIMATED, dict(marker="^", facecolors="none", edgecolors="C1", s=48, linewidths=1.4,
+                                            label="Pareto front: estimated (not searched)"))):
+            sel = [p for p in fr if p.get("source", MEASURED) == src]
+            if sel:
+                ax.scatter([p["resources"][key] for p in sel], [p["throughput"] for p in sel],
+                           zorder=3, **style)
         lim, lab = budgets[key]
-        ax.axvline(lim, color="C3", ls="--", lw=1, label=f"{bd.name} budget: {lab}")
-        ax.set_xlabel(key.upper() if key != "bram36" else "BRAM36")
+        ax.axvline(lim, color="C3", ls="--", lw=1, label=f"{bd.name} budget", zorder=1)
+        ax.set_xlabel(f"{'BRAM36' if key == 'bram36' else key.upper()}   (dashed: {lab})", fontsize=FONT["label"])
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+        if key == "lut":
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
+        ax.tick_params(labelsize=FONT["tick"] - 1)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-    axes[0].set_ylabel("throughput (inferences/s)")
-    fig.suptitle(title or f"throughput / area Pareto front on {bd.name}")
-    fig.tight_layout()
+    axes[0].set_ylabel("throughput (inferences/s)", fontsize=FONT["label"])
+    fig.suptitle(title or f"throughput / area Pareto front on {bd.name}", fontsize=FONT["title"])
+    figure_legend(fig, axes, ncol=3)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

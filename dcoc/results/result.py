@@ -65,8 +65,12 @@ class TuneResult:
 
     hardware: the chosen HWConfig (VTA target) or None.
     schedules: ``{task name: knobs}`` (VTA) or ``{task name: trace json}`` (llvm/cuda).
-    latency_ms: end-to-end latency of the tuned model (VTA: accelerator time of the
-        offloaded layers on the simulator; llvm/cuda: measured).
+    latency_ms: latency of the tuned model (accelerator targets: the accelerator's time for
+        the layers it runs, on its simulator -- without the CPU layers; llvm/cuda: the
+        compiled model, measured).
+    cpu_latency_ms: accelerator targets: the layers left on the CPU, timed on this host
+        (:mod:`dcoc.results.cpu_layers`; ``cpu_method`` says how), None if not timed.
+    model_latency_ms: accelerator + CPU layers (None when the CPU layers were not timed).
     throughput: inferences per second (1000 / latency_ms).
     baseline_latency_ms: VTA: pynq preset hardware with default schedules; llvm/cuda:
         the untuned compiled model, measured.
@@ -94,6 +98,9 @@ class TuneResult:
     wall_seconds: float = 0.0
     executable: Any = field(default=None, repr=False)
     extra: dict = field(default_factory=dict)
+    #: accelerator targets: the CPU layers' time per inference on this host (ms), and how
+    cpu_latency_ms: float | None = None
+    cpu_method: str | None = None
     #: VTA with ``pareto=True``: the throughput/area front (:mod:`dcoc.results.pareto`), else None
     pareto: list | None = None
     #: ``{input name: shape}`` the model was tuned at when not its declared shapes (the
@@ -109,6 +116,20 @@ class TuneResult:
     @property
     def throughput(self) -> float:
         return 1000.0 / self.latency_ms if self.latency_ms and math.isfinite(self.latency_ms) else 0.0
+
+    @property
+    def model_latency_ms(self) -> float | None:
+        """Accelerator targets: accelerator + CPU layers, run one after the other."""
+        if self.cpu_latency_ms is None:
+            return None
+        return self.latency_ms + self.cpu_latency_ms
+
+    @property
+    def baseline_model_latency_ms(self) -> float | None:
+        """Accelerator targets: the baseline accelerator + the same CPU layers."""
+        if self.cpu_latency_ms is None:
+            return None
+        return self.baseline_latency_ms + self.cpu_latency_ms
 
     @property
     def speedup(self) -> float:
@@ -161,6 +182,10 @@ class TuneResult:
             "history": [[int(t), float(v)] for t, v in self.history],
             "layers": self.layers,
             "cpu_layers": self.cpu_layers,
+            **({"accelerator_latency_ms": self.latency_ms, "cpu_latency_ms": self.cpu_latency_ms,
+                "model_latency_ms": self.model_latency_ms,
+                "baseline_model_latency_ms": self.baseline_model_latency_ms,
+                "cpu_method": self.cpu_method} if self.cpu_method is not None else {}),
             "work_dir": self.work_dir,
             "database_path": self.database_path,
             "wall_seconds": round(self.wall_seconds, 2),

@@ -151,6 +151,8 @@ class Tuner:
                                   tasks={self.task.workload_key}, hw=self.task.hw_name)
                  if (records and resume) else {})
         replay = ReplayMeasurer(measurer, known)
+        #: trials of this task recorded by an earlier run of this (tuner, seed): answered from the file
+        self.recorded = len(known)
         n_parallel = max(1, getattr(measurer, "n_parallel", 1))
         self._t0 = time.perf_counter()
         while self.trials < n_trial and self.has_next():

@@ -200,3 +200,40 @@ def shared_run(tmp_path_factory, key: str, fn):
             return res
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def residual_cnn(size: int = 32, seed: int = 0):
+    """A small residual CNN (an ``onnx.ModelProto``): stem conv (CPU), then three stages of a
+    stride-2 conv and a conv with a residual add (16 -> 32 -> 64 -> 128 channels), global
+    pooling and a dense layer."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto as TP
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    inits = []
+
+    def w(name, *shape):
+        fan = int(np.prod(shape[1:])) or 1
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(fan)).astype(np.float32), name))
+        return name
+
+    n = helper.make_node
+    nodes = [n("Conv", ["x", w("w0", 16, 3, 3, 3)], ["c0"], pads=[1, 1, 1, 1]), n("Relu", ["c0"], ["r0"])]
+    prev, ci = "r0", 16
+    for i, co in enumerate((32, 64, 128)):
+        nodes += [n("Conv", [prev, w(f"d{i}", co, ci, 3, 3)], [f"d{i}o"], pads=[1, 1, 1, 1], strides=[2, 2]),
+                  n("Relu", [f"d{i}o"], [f"d{i}r"]),
+                  n("Conv", [f"d{i}r", w(f"b{i}", co, co, 3, 3)], [f"b{i}o"], pads=[1, 1, 1, 1]),
+                  n("Add", [f"b{i}o", f"d{i}r"], [f"a{i}"]), n("Relu", [f"a{i}"], [f"s{i}"])]
+        prev, ci = f"s{i}", co
+    inits.append(numpy_helper.from_array(np.zeros(10, np.float32), "bf"))
+    nodes += [n("GlobalAveragePool", [prev], ["p"]), n("Flatten", ["p"], ["f"]),
+              n("Gemm", ["f", w("wf", 10, ci), "bf"], ["y"], transB=1)]
+    g = helper.make_graph(nodes, "residual_cnn", [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, size, size])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, [1, 10])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m

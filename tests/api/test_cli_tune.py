@@ -6,6 +6,7 @@ the whole process group, as Ctrl-C in a terminal does) and rerunning the same co
 """
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -60,7 +61,7 @@ def test_help_explains_every_option(command, capsys):
     assert ei.value.code == 0
     text = capsys.readouterr().out
     for action in p._actions:
-        if action.dest == "help":
+        if action.dest == "help" or action.help == argparse.SUPPRESS:  # a hidden deprecated alias
             continue
         assert action.help and len(action.help.split()) >= 2, f"{action.option_strings or action.dest} has no help"
         for opt in action.option_strings:
@@ -188,7 +189,7 @@ def test_tune_json_table_plot_records(tmp_path):
         assert rows[name][1] == str(count) and rows[name][-1] == "vta"
     for name in ("conv2d_224x224_3x64_k7s2", "max_pool2d", "mean"):
         assert rows[name][-1] == "cpu"
-    assert f"latency    {js['latency_ms']:.3f} ms" in r.stdout
+    assert f"accelerator {js['latency_ms']:.3f} ms" in r.stdout
     assert f"result written to {out}" in r.stdout
     assert _is_png(wd / "curve.png")
     # dcoc plot DIR

@@ -101,6 +101,8 @@ def fake_frontend(monkeypatch):
         calls.update(model=model, target=target, input_shapes=input_shapes)
         return resnet18_tasks()
 
+    import tvm_plugin.rpc  # noqa: F401 - the real package first: building the CLI parser imports it
+
     mod = types.ModuleType("tvm_plugin.frontend")
     mod.model_tasks = model_tasks
     monkeypatch.setitem(sys.modules, "tvm_plugin.frontend", mod)
@@ -121,7 +123,7 @@ def test_cli_simulate_hw_json_and_knobs(fake_frontend, capsys, tmp_path):
     kf = tmp_path / "k.json"
     kf.write_text(json.dumps({"conv2d_56x56_64x64_k3s1": dict(
         tile_h=8, tile_w=56, tile_ci=1, tile_co=2, oc_nthread=2, h_nthread=1)}))
-    rc = cli.main(["simulate", "resnet18", "--hw", "pynq_4x8", "--json", "--knobs", str(kf)])
+    rc = cli.main(["simulate", "resnet18", "--hardware", "pynq_4x8", "--json", "--knobs", str(kf)])
     d = json.loads(capsys.readouterr().out)
     assert rc == 0 and d["hw"] == "4x8x8_i8w8a32_15_16_16_18" and d["board"] == "pynq"
     assert d["layers"][0]["default"] is False
@@ -131,8 +133,8 @@ def test_cli_simulate_hw_json_and_knobs(fake_frontend, capsys, tmp_path):
 
 @pytest.mark.parametrize("argv, msg", [
     (["--board", "arty"], "unknown board"),
-    (["--hw", "nonsense"], "cannot parse HW config"),
-    (["--hw", "1x32x32_i8w8a32_15_15_18_17"], "does not fit pynq"),
+    (["--hardware", "nonsense"], "cannot parse HW config"),
+    (["--hardware", "1x32x32_i8w8a32_15_15_18_17"], "does not fit pynq"),
     (["--knobs", "/nonexistent.json"], "cannot read --knobs"),
 ])
 def test_cli_simulate_errors(fake_frontend, capsys, argv, msg):

@@ -135,3 +135,37 @@ def _target_config(t) -> dict:
             continue
         cfg[k] = list(v) if isinstance(v, (tuple, list)) or type(v).__name__ == "Array" else v
     return cfg
+
+
+#: TVM target kinds that need a device on this machine to tune (measure) on, and TVM's
+#: device constructor for each
+_DEVICE_KINDS = {"cuda": "cuda", "rocm": "rocm", "vulkan": "vulkan", "metal": "metal", "opencl": "opencl"}
+
+
+def require_device(target) -> None:
+    """TargetError (one line) when ``target`` (a name, a JSON dict or its text, or a
+    ``tvm.target.Target``) needs a GPU this machine does not have -- checked before any work,
+    so that ``--target cuda`` without a GPU is one line, not a traceback after tuning began."""
+    kind = None
+    if isinstance(target, str):
+        text = target.strip()
+        if text.startswith("{"):
+            with contextlib.suppress(json.JSONDecodeError, AttributeError):
+                kind = json.loads(text).get("kind")
+        else:
+            kind = text.split()[0] if text else None
+    elif isinstance(target, dict):
+        kind = target.get("kind")
+    else:
+        kind = getattr(getattr(target, "kind", None), "name", None)
+    kind = str(kind or "").lower()
+    if kind not in _DEVICE_KINDS:
+        return
+    import tvm
+
+    ok = False
+    with _quiet_native_stderr(), contextlib.suppress(Exception):
+        ok = bool(getattr(tvm, _DEVICE_KINDS[kind])(0).exist)
+    if not ok:
+        raise TargetError(f"target {kind}: this machine has no {kind} device (TVM finds no {kind}(0)); "
+                          "tune on a machine with one, or use --target llvm")
