@@ -1,7 +1,7 @@
 """``dcoc rpc``: the VTA simulator as an RPC server, and a tracker's status."""
 from __future__ import annotations
 
-from dcoc.cli.options import Output, add_output_arguments
+from dcoc.cli.options import Output, add_output_arguments, seconds
 from tvm_plugin.rpc import DEFAULT_KEY, add_serve_arguments, check_tracker
 
 NAME = "rpc"
@@ -31,8 +31,8 @@ def add_arguments(parser) -> None:
     q = sub.add_parser("status", help="free/pending servers of a key on a tracker")
     q.add_argument("--tracker", required=True, help="HOST:PORT of the RPC tracker")
     q.add_argument("--key", default=DEFAULT_KEY, help=f"server key (default {DEFAULT_KEY})")
-    q.add_argument("--timeout", type=float, default=5.0,
-                   help="seconds to wait for the tracker (default 5)")
+    q.add_argument("--timeout", type=seconds, default=5.0,
+                   help="seconds to wait for the tracker to connect and to answer (default 5)")
     add_output_arguments(q, "the counts", progress=False)
 
 
@@ -42,8 +42,8 @@ def run(args) -> int:
     if args.rpc_cmd == "serve":
         check_tracker(args.tracker, wait=60.0)  # a server may start just before its tracker
         return rpc.run_serve(args)
-    check_tracker(args.tracker, args.timeout)
     out = Output(args)
+    check_tracker(args.tracker, args.timeout)
     info = rpc.tracker_servers(args.tracker, args.key, timeout=args.timeout)
     out.print(f"key {args.key} on {args.tracker}: {info['free']} free, {info['pending']} pending")
     out.emit_json(info)
