@@ -46,11 +46,39 @@ def _measurer(measurer, n_workers, target=DEFAULT_TARGET):
         return create_measurer(measurer, **kw), True
     if measurer is not None:
         return measurer, False
-    if n_workers is not None and int(n_workers) < 0:
-        raise DcocError(f"n_workers (--workers) must be >= 0 (0 = in-process), got {n_workers}")
+    _check_workers(n_workers)
     from dcoc.targets import get
 
     return get(target).measurer(n_workers=n_workers), True
+
+
+def _check_workers(n_workers) -> None:
+    """``n_workers``: None (default) or an int in 0 .. 4 x the CPU cores."""
+    if n_workers is None:
+        return
+    cap = 4 * (os.cpu_count() or 1)
+    if _as_int(n_workers) is None or not 0 <= n_workers <= cap:
+        raise DcocError(f"n_workers (--workers) must be an integer in 0..{cap} (0 = in-process, "
+                        f"at most 4 x the CPU cores), got {n_workers!r}")
+
+
+def _as_int(value):
+    """``value`` as an int when it is an integer (numpy's included, bool not), else None."""
+    import operator
+
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _check_int(name: str, value, low: int) -> int:
+    v = _as_int(value)
+    if v is None or v < low:
+        raise DcocError(f"{name} must be an integer >= {low}, got {value!r}")
+    return v
 
 
 def _slug(text: str) -> str:
@@ -103,7 +131,9 @@ def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, 
         with ``n_workers`` processes.
     target: an accelerator target of :func:`dcoc.targets.available` (``vta``, ``systolic``).
     board: the board whose clock/bus a hardware name takes (default: the target's default).
-    tuner_kwargs: passed to the tuner (e.g. ``config=DCOCConfig(...)`` for the DCOC family).
+    tuner_kwargs: passed to the tuner (e.g. ``config=DCOCConfig(...)`` for the DCOC family);
+        ``wait=True``: another process appending to the ``records`` path holds its lock: wait
+        for it instead of a :class:`dcoc.workdir.WorkDirBusy` error.
     """
     from dcoc.targets import get as get_target
     from dcoc.tuners import create, get_tuner
@@ -112,9 +142,20 @@ def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, 
     bd = tg.board(board or tg.default_board)
     hw = tg.default_hw(bd) if hw is None else tg.parse_hw(hw, bd.name)
     layer = tg.layer(workload)
-    if int(trials) < 1:
-        raise DcocError(f"trials must be >= 1, got {trials}")
+    _check_int("trials", trials, 1)
+    _check_int("seed", seed, 0)
+    if early_stopping is not None:
+        _check_int("early_stopping", early_stopping, 1)
+    _check_workers(n_workers)
     task = tg.task(layer, hw)
+    wait = bool(tuner_kwargs.pop("wait", False))
+    if isinstance(records, (str, os.PathLike)):
+        from dcoc.workdir import held_here, lock_records
+
+        if not held_here(records):  # one run at a time per records file
+            with lock_records(records, wait):
+                return tune_task(workload, hw, tuner, trials, seed, records, measurer, n_workers,
+                                 early_stopping, callbacks, resume, target, board, **tuner_kwargs)
     tuner_obj = create(tuner, task, seed=seed, **tuner_kwargs)
     m, own = _measurer(measurer, n_workers, tg.name)
     try:
@@ -164,6 +205,9 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     progress: show progress on stderr (a bar on a terminal, a line every N trials otherwise).
     verbose (keyword, llvm/cuda): TVM's own logs and native warnings on the console instead
         of ``work_dir/logs/tvm.log``.
+    wait (keyword): another process tuning in ``work_dir`` holds its lock
+        (:func:`dcoc.workdir.lock_work_dir`): wait for it instead of a
+        :class:`dcoc.workdir.WorkDirBusy` error.
     pareto: accelerator co-design: also return the throughput/area Pareto front over every
         hardware config the search completed (``result.pareto``, :mod:`dcoc.results.pareto`).
     warm_start (keyword, DCOC co-design): run directories or ``records.jsonl`` files of
@@ -175,8 +219,9 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     from dcoc.tuners import tuner_kwargs
 
     tuner_kwargs(tuner)  # a one-line error for an unknown name or setting, before any work
-    if int(trials) < 1:
-        raise DcocError(f"trials must be >= 1, got {trials}")
+    _check_int("trials", trials, 1)
+    _check_int("seed", seed, 0)
+    _check_workers(n_workers)
     from dcoc.targets import get as get_target
     from dcoc.targets import is_accelerator
 
@@ -194,6 +239,13 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
             hw_name = _hw(hardware, str(board).strip().lower() if isinstance(board, str) else None, tname).name
         work_dir = default_work_dir(label, tname if is_acc else _target_label(target),
                                     board if is_acc else None, tuner, seed, hw_name, input_shapes)
+    from dcoc.workdir import held_here, lock_work_dir
+
+    if not held_here(work_dir):  # one run at a time per work dir (wait=True: queue up)
+        with lock_work_dir(work_dir, wait=bool(kwargs.pop("wait", False))):
+            return tune(model, target, board, trials, tuner, seed, work_dir, resume, hardware,
+                        input_shapes, measurer, n_workers, progress, pareto, **kwargs)
+    kwargs.pop("wait", None)
     if not is_acc:
         if kwargs.get("warm_start") is not None:
             raise DcocError("warm_start needs an accelerator target (vta co-design with a DCOC tuner)")
@@ -204,8 +256,6 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
         if not resume and os.path.exists(os.path.join(work_dir, "database_tuning_record.json")):
             raise DcocError(f"resume=False: {work_dir} already holds a MetaSchedule database, "
                             "which llvm/cuda tuning always reuses; choose a new work_dir")
-        if n_workers is not None and int(n_workers) < 0:
-            raise DcocError(f"n_workers (--workers) must be >= 0, got {n_workers}")
         return tune_model(model, target, trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir,
                           input_shapes=input_shapes, progress=progress, **kwargs)
     kwargs.pop("verbose", None)  # the accelerator path runs no TVM code that logs
