@@ -124,10 +124,22 @@ def held_here(path: str) -> bool:
         return any(os.path.realpath(c) in _held for c in cands)
 
 
+@contextlib.contextmanager
 def lock_work_dir(work_dir: str, wait: bool = False):
-    """``with lock_work_dir(d): ...``: one run at a time in ``d`` (created if missing)."""
+    """``with lock_work_dir(d): ...``: one run at a time in ``d`` (created if missing; a
+    run refused before it wrote anything leaves no directory behind)."""
+    existed = os.path.isdir(work_dir)
     ensure_writable_dir(work_dir, "work dir", "choose another --work-dir")
-    return lock_file(os.path.join(work_dir, LOCK_FILE), f"work dir {work_dir}", wait)
+    lock = os.path.join(work_dir, LOCK_FILE)
+    with lock_file(lock, f"work dir {work_dir}", wait):
+        try:
+            yield work_dir
+        finally:
+            if not existed:
+                with contextlib.suppress(OSError):
+                    if os.listdir(work_dir) == [LOCK_FILE]:
+                        os.remove(lock)
+                        os.rmdir(work_dir)
 
 
 def lock_records(records_path: str, wait: bool = False):

@@ -931,24 +931,6 @@ def _result_of(out: dict, wall: float, server: str) -> MeasureResult:
 
 
 # ============================================================================ CLI
-def add_serve_arguments(s) -> None:
-    """The ``dcoc rpc serve`` options (this module imports TVM only when serving)."""
-    from dcoc.cli.options import port_number, seconds
-
-    s.add_argument("--tracker", required=True, help="HOST:PORT of the RPC tracker")
-    s.add_argument("--key", default=DEFAULT_KEY, help=f"server key (default {DEFAULT_KEY})")
-    s.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1: this machine only; another "
-                        "address lets every host that reaches it run simulations here)")
-    s.add_argument("--port", type=port_number, default=9090, help="first port to try (1-65535)")
-    s.add_argument("--port-end", type=port_number, default=None,
-                   help="last port to try (default PORT+100)")
-    s.add_argument("--custom-addr", default=None, help="address to report to the tracker")
-    s.add_argument("--time-limit", type=seconds, default=DEFAULT_TIME_LIMIT,
-                   help=f"seconds one simulation may take (default {DEFAULT_TIME_LIMIT:g}); "
-                        "longer ones are answered as invalid")
-
-
 def check_tracker(addr: str, timeout: float = 5.0, wait: float = 0.0) -> tuple[str, int]:
     """(host, port) of ``HOST:PORT`` once a TCP connection to it succeeds within
     ``timeout`` seconds (retrying for ``wait`` seconds: a server may start before its

@@ -1,8 +1,8 @@
 """``dcoc rpc``: the VTA simulator as an RPC server, and a tracker's status."""
 from __future__ import annotations
 
-from dcoc.cli.options import Output, add_output_arguments, seconds
-from tvm_plugin.rpc import DEFAULT_KEY, add_serve_arguments, check_tracker
+from dcoc.cli.options import Output, add_output_arguments, port_number, seconds
+from tvm_plugin.rpc import DEFAULT_KEY, DEFAULT_TIME_LIMIT, check_tracker
 
 NAME = "rpc"
 HELP = "serve the VTA simulator over a TVM RPC tracker, or show a tracker's servers"
@@ -21,6 +21,22 @@ examples:
   python -m tvm.exec.rpc_tracker --host 127.0.0.1 --port 9190 &
   dcoc rpc serve --tracker 127.0.0.1:9190 --key vta-sim
   dcoc rpc status --tracker 127.0.0.1:9190 --json -"""
+
+
+def add_serve_arguments(s) -> None:
+    """The ``dcoc rpc serve`` options."""
+    s.add_argument("--tracker", required=True, help="HOST:PORT of the RPC tracker")
+    s.add_argument("--key", default=DEFAULT_KEY, help=f"server key (default {DEFAULT_KEY})")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; another "
+                        "address lets every host that reaches it run simulations here)")
+    s.add_argument("--port", type=port_number, default=9090, help="first port to try (1-65535)")
+    s.add_argument("--port-end", type=port_number, default=None,
+                   help="last port to try (default PORT+100)")
+    s.add_argument("--custom-addr", default=None, help="address to report to the tracker")
+    s.add_argument("--time-limit", type=seconds, default=DEFAULT_TIME_LIMIT,
+                   help=f"seconds one simulation may take (default {DEFAULT_TIME_LIMIT:g}); "
+                        "longer ones are answered as invalid")
 
 
 def add_arguments(parser) -> None:

@@ -89,8 +89,8 @@ BAD = {
     # name: (args, fragment of the one error line, from argparse?)
     "unknown_tuner": (["tune", "resnet18", "--tuner", "autotvm"], "unknown tuner 'autotvm'", False),
     "unknown_setting": (["tune", "resnet18", "--tuner", "dcoc:agents=two"], "unknown DCOC setting 'agents'", False),
-    "trials_0": (["tune", "resnet18", "--trials", "0"], "trials must be >= 1, got 0", False),
-    "trials_text": (["tune", "resnet18", "--trials", "many"], "invalid int value: 'many'", True),
+    "trials_0": (["tune", "resnet18", "--trials", "0"], "argument --trials: 0 is out of range", False),
+    "trials_text": (["tune", "resnet18", "--trials", "many"], "'many' is not an integer", True),
     "bad_board": (["tune", "resnet18", "--board", "de10"], "invalid choice: 'de10'", True),
     "missing_model": (["tune", "no/such/model.onnx", "--trials", "20"], "does not exist", False),
     "hw_too_big": (["tune", "resnet18", "--hardware", "1x32x32_i8w8a32_15_15_18_17"],
@@ -102,7 +102,7 @@ BAD = {
     "bad_target": (["tune", "resnet18", "--target", "fpga", "--trials", "20"], "unknown target 'fpga'", False),
     "task_workload": (["tune-task", "C99", "--trials", "5"], "bad workload 'C99'", False),
     "task_tuner": (["tune-task", "C2", "--tuner", "autotvm"], "unknown tuner 'autotvm'", False),
-    "task_trials": (["tune-task", "C2", "--trials", "0"], "trials must be >= 1", False),
+    "task_trials": (["tune-task", "C2", "--trials", "0"], "argument --trials: 0 is out of range", False),
     "plot_missing": (["plot", "no/such/dir"], "no such run directory or records file", False),
     "records_missing": (["records", "no/such.jsonl"], "records file not found", False),
 }

@@ -68,9 +68,10 @@ def test_software_tuning_stops_when_a_layer_has_no_valid_schedule(tuner):
 
 @pytest.mark.parametrize("cmd", [["tune", "resnet18"], ["tune-task", "C2"]])
 def test_negative_workers_is_one_line(cmd, tmp_path, capsys):
-    rc = main([*cmd, "--workers", "-1", "--trials", "20", "-q"]
-              + (["--work-dir", str(tmp_path / "wd")] if cmd[0] == "tune" else []))
-    assert rc == 2
+    with pytest.raises(SystemExit) as e:  # argparse's range check: one line, exit 2
+        main([*cmd, "--workers", "-1", "--trials", "20", "-q"]
+             + (["--work-dir", str(tmp_path / "wd")] if cmd[0] == "tune" else []))
+    assert e.value.code == 2
     _one_line_error(capsys.readouterr().err, "--workers")
 
 
