@@ -81,6 +81,30 @@ def _check_int(name: str, value, low: int) -> int:
     return v
 
 
+def _check_types(board=None, work_dir=None, records=None, input_shapes=None,
+                 callbacks=()) -> None:
+    """One-line DcocErrors for arguments of the wrong type (before any work)."""
+    if board is not None and not isinstance(board, str):
+        raise DcocError(f"board must be a board name (a string), got {type(board).__name__}")
+    if work_dir is not None and not isinstance(work_dir, (str, os.PathLike)):
+        raise DcocError(f"work_dir must be a path, got {type(work_dir).__name__}")
+    from dcoc.search.records import Records
+
+    if records is not None and not isinstance(records, (str, os.PathLike, Records)):
+        raise DcocError(f"records must be a JSONL path or a Records object, got "
+                        f"{type(records).__name__}")
+    if input_shapes is not None:
+        ok = isinstance(input_shapes, dict) and all(
+            isinstance(k, str) and isinstance(v, (list, tuple))
+            and all(_as_int(d) is not None and d > 0 for d in v) for k, v in input_shapes.items())
+        if not ok:
+            raise DcocError("input_shapes must map input names to shapes of positive integers, "
+                            f"e.g. {{'input': (1, 3, 224, 224)}}, got {str(input_shapes)[:80]}")
+    if callable(callbacks) or not isinstance(callbacks, (list, tuple)) \
+            or not all(callable(c) for c in callbacks):
+        raise DcocError("callbacks must be a list of callables")
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text)).strip("-") or "model"
 
@@ -138,6 +162,7 @@ def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, 
     from dcoc.targets import get as get_target
     from dcoc.tuners import create, get_tuner
 
+    _check_types(board=board, records=records, callbacks=callbacks)
     tg = get_target(target)
     bd = tg.board(board or tg.default_board)
     hw = tg.default_hw(bd) if hw is None else tg.parse_hw(hw, bd.name)
@@ -219,6 +244,7 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     from dcoc.tuners import tuner_kwargs
 
     tuner_kwargs(tuner)  # a one-line error for an unknown name or setting, before any work
+    _check_types(board=board, work_dir=work_dir, input_shapes=input_shapes)
     _check_int("trials", trials, 1)
     _check_int("seed", seed, 0)
     _check_workers(n_workers)

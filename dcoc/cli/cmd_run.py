@@ -64,6 +64,10 @@ def run(args) -> int:
 
     if args.calibration_samples < 1:
         raise DcocError(f"--calibration-samples must be >= 1, got {args.calibration_samples}")
+    if args.json and args.json != "-":  # before the run: a result must never be lost
+        from dcoc.paths import check_output_file
+
+        check_output_file(args.json, "--json file")
     shapes = parse_input_shapes(args.input_shape)
     def show(message, category, filename, lineno, file=None, line=None):
         print(f"dcoc: warning: {message}", file=sys.stderr)
@@ -78,9 +82,10 @@ def run(args) -> int:
                         progress=not args.quiet and sys.stderr.isatty())
     to_stdout = args.json == "-"
     if args.json and not to_stdout:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(res.to_json(), fh, indent=2, default=_default)
-            fh.write("\n")
+        from dcoc.paths import write_text_atomic
+
+        write_text_atomic(args.json, json.dumps(res.to_json(), indent=2, default=_default) + "\n",
+                          "--json file")
     if to_stdout:
         json.dump(res.to_json(), sys.stdout, indent=2, default=_default)
         sys.stdout.write("\n")
