@@ -32,7 +32,6 @@ from typing import Iterable, Iterator
 
 from dcoc.errors import RecordsError
 
-
 _warned: set = set()
 
 

@@ -175,7 +175,7 @@ def simulate_model(tasks: Iterable, hw: HWConfig, knobs: Mapping[str, dict] | No
     """
     from dcoc.errors import ConfigError
 
-    if not isinstance(hw, HWConfig):
+    if not all(hasattr(hw, a) for a in ("batch", "block_in", "block_out", "freq_mhz")):
         raise ConfigError(f"simulate_model: hw must be an HWConfig, got {type(hw).__name__}")
     if isinstance(tasks, (str, bytes)) or not hasattr(tasks, "__iter__"):
         raise WorkloadError(f"simulate_model: tasks must be a list of tasks (e.g. from "
