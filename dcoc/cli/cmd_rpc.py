@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 from dcoc.cli.options import Output, add_output_arguments, port_number, seconds
-from tvm_plugin.rpc import DEFAULT_KEY, DEFAULT_TIME_LIMIT, check_tracker
+
+# tvm_plugin.rpc's defaults, repeated so that building the parser imports no tvm_plugin
+# (tests/tvm/test_rpc_fuzz.py checks they agree)
+DEFAULT_KEY = "vta-sim"
+DEFAULT_TIME_LIMIT = 20.0
 
 NAME = "rpc"
 HELP = "serve the VTA simulator over a TVM RPC tracker, or show a tracker's servers"
@@ -54,6 +58,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from tvm_plugin import rpc
+    from tvm_plugin.rpc import check_tracker
 
     if args.rpc_cmd == "serve":
         check_tracker(args.tracker, wait=60.0)  # a server may start just before its tracker

@@ -286,6 +286,10 @@ def test_measurer_deadline_on_a_silent_tracker():
     ["rpc", "status", "--tracker", "127.0.0.1:99999"],
 ])
 def test_rpc_flags_are_range_checked(argv, capsys):
+    from dcoc.cli import cmd_rpc
+    from tvm_plugin import rpc
+
+    assert (cmd_rpc.DEFAULT_KEY, cmd_rpc.DEFAULT_TIME_LIMIT) == (rpc.DEFAULT_KEY, rpc.DEFAULT_TIME_LIMIT)
     from dcoc.cli import main
 
     try:
