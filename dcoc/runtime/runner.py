@@ -174,7 +174,7 @@ def result_input_shapes(source) -> dict | None:
         try:
             with open(os.fspath(source), encoding="utf-8") as fh:
                 data = json.load(fh)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None  # load_schedules reports it
         shapes = data.get("input_shapes") if isinstance(data, dict) else None
     else:
