@@ -51,13 +51,14 @@ def tiny_conv_onnx(path: str) -> str:
 
 
 def data_dependent_onnx(path: str) -> str:
-    """Conv, then NonZero: the output size depends on the input values."""
+    """Conv, ReLU, then NonZero: the output size depends on the input values."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     w = numpy_helper.from_array(np.full((16, 16, 1, 1), 0.01, "float32"), "w")
     g = helper.make_graph(
-        [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("NonZero", ["c"], ["y"])],
+        [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["r"]),
+         helper.make_node("NonZero", ["r"], ["y"])],
         "nz", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])],
         [helper.make_tensor_value_info("y", TensorProto.INT64, [4, None])], [w])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
@@ -108,6 +109,9 @@ def F(tmp_path_factory):
                       "wrong_shape": ok[:, :8]}.items():
         np.savez(d / f"{name}.npz", x=arr)
         f[f"{name}.npz"] = str(d / f"{name}.npz")
+    small = ok[:, :, :8, :8]
+    f["two_samples8.npz"] = str(d / "two_samples8.npz")  # NonZero keeps different counts
+    np.savez(f["two_samples8.npz"], x=np.stack([small, np.abs(small)]))
     f["empty_stack.npz"] = str(d / "empty_stack.npz")
     np.savez(f["empty_stack.npz"], x=np.zeros((0, *shape), "float32"))
     yield f
@@ -201,7 +205,7 @@ CLI_CASES: list[tuple[str, list[str], int, str]] = [
     ("run", ["run", "{tiny}", "--json", "{under_file}"], 2, "--json"),
     ("run", ["run", "{tiny}", "--json", "{under_file}"], 2, "--json"),
     ("run", ["run", "{tiny}", "--hardware", "nope"], 2, ""),
-    ("run", ["run", "{nonzero}", "--inputs", "{ok.npz}", "-q"], 2, ""),
+    ("run", ["run", "{nonzero}", "--inputs", "{two_samples8.npz}", "-q"], 2, "depends on the input data"),
     # ---------------------------------------------------------------- plot / records
     ("plot", ["plot", "{missing}"], 2, ""),
     ("plot", ["plot", "{records_nested.jsonl}"], 2, "nested"),
@@ -287,6 +291,35 @@ def test_records_survive_a_refused_and_a_failed_append(F, tmp_path, capfd):
     assert err.count("dcoc: warning:") == 1 and "nested" in err and "Traceback" not in err
     after = rec.read_bytes()
     assert after.startswith(before) and len(after.splitlines()) > 2
+
+
+def test_full_disk_while_tuning_is_one_line_with_records_intact(tmp_path):
+    """The file-size limit (RLIMIT_FSIZE) stands in for a full disk: the append that
+    crosses it fails; the run stops with one line, every line on disk is a whole record."""
+    import resource
+    import signal
+    import subprocess
+
+    rec = tmp_path / "c2.jsonl"
+    limit = 6000  # a few batches of records
+
+    def cap():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-m", "dcoc.cli", "tune-task", "C2", "--trials", "200",
+                        "--tuner", "random", "-q", "--records", str(rec)], cwd=root, env=env,
+                       preexec_fn=cap, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "cannot append to records file" in lines[0], r.stderr
+    assert "intact" in lines[0] and "Traceback" not in r.stderr
+    data = rec.read_bytes()
+    assert 0 < len(data) <= limit and data.endswith(b"\n")
+    rows = [json.loads(x) for x in data.splitlines()]
+    assert [row["trial"] for row in rows] == list(range(len(rows)))
 
 
 # ------------------------------------------------------------------------ the API

@@ -590,7 +590,7 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
         if not outs:
             return []
         if stacked:
-            return [np.stack([o[i] for o in outs]) for i in range(len(outs[0]))]
+            return [_stack_samples([o[i] for o in outs], i) for i in range(len(outs[0]))]
         return list(outs[0])
 
     latency = sum(r["ms"] for r in rows)
@@ -601,6 +601,18 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
         latency_ms=latency if math.isfinite(latency) else float("nan"), layers=rows,
         cpu_layers=s.cpu_rows(), samples=len(samples), quantization=s.quant_rows(),
         wall_seconds=dict(s.wall), notes=list(s.notes))
+
+
+def _stack_samples(arrays: list, index: int) -> np.ndarray:
+    """One output of several samples stacked on a new leading axis; a one-line
+    InputError when its shape depends on the data (e.g. after NonZero)."""
+    shapes = {tuple(np.shape(a)) for a in arrays}
+    if len(shapes) > 1:
+        shown = ", ".join("x".join(map(str, s)) or "scalar" for s in sorted(shapes)[:3])
+        raise InputError(f"output {index} of the model has a size that depends on the input data "
+                         f"(shapes {shown} across the samples), so the samples cannot be stacked: "
+                         "run them one at a time (one sample per --inputs file)")
+    return np.stack(arrays)
 
 
 def vta_runner(result, calibration=None, input_shapes: dict | None = None):
@@ -621,7 +633,7 @@ def vta_runner(result, calibration=None, input_shapes: dict | None = None):
         if len(samples) == 1 and all(np.asarray(inputs[n]).shape == tuple(s.shapes[n])
                                      for n in s.names):
             return outs[0]
-        return [np.stack([o[i] for o in outs]) for i in range(len(outs[0]))]
+        return [_stack_samples([o[i] for o in outs], i) for i in range(len(outs[0]))]
 
     runner.session = s
     return runner

@@ -70,23 +70,11 @@ class Records:
         d = os.path.dirname(self.path)
         if d:
             os.makedirs(d, exist_ok=True)
-        text = "".join(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n" for r in rows)
+        data = "".join(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n"
+                       for r in rows).encode("utf-8")
         try:
             _repair_tail(self.path)
-            with open(self.path, "a", encoding="utf-8") as f:
-                start = f.tell()
-                try:
-                    f.write(text)
-                    f.flush()
-                    os.fsync(f.fileno())
-                except OSError:
-                    # no partial batch left behind (disk full): the file keeps every
-                    # complete record written so far
-                    try:
-                        f.truncate(start)
-                    except OSError:
-                        pass
-                    raise
+            _append_whole(self.path, data)
         except OSError as exc:
             del self.rows[-len(rows):]
             raise RecordsError(f"cannot append to records file {self.path}: "
@@ -307,6 +295,28 @@ def _cost_floor(target: str, rec: dict, hw: str):
         return floor if math.isfinite(floor) and floor > 0 else None
     except Exception:  # noqa: BLE001 - best effort
         return None
+
+
+def _append_whole(path: str, data: bytes) -> None:
+    """Append ``data`` and fsync; if any of it cannot be written (disk full, file-size
+    limit), cut the file back to where it was: no partial batch is left behind."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        start = os.lseek(fd, 0, os.SEEK_END)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        except OSError:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(fd)
 
 
 def _repair_tail(path: str) -> None:
