@@ -77,7 +77,7 @@ def _as_int(value):
 def _check_int(name: str, value, low: int) -> int:
     v = _as_int(value)
     if v is None or v < low:
-        raise DcocError(f"{name} must be an integer >= {low}, got {value!r}")
+        raise DcocError(f"{name} must be >= {low} (an integer), got {value!r}")
     return v
 
 
