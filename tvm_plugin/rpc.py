@@ -757,7 +757,23 @@ class RPCSimMeasurer(Measurer):
 
     def __init__(self, tracker, key: str = DEFAULT_KEY, timeout: float = 60.0,
                  max_sessions: int | None = None, connect_timeout: float = 30.0):
-        self.tracker = parse_addr(tracker)
+        from dcoc.errors import DcocError
+
+        try:
+            self.tracker = parse_addr(tracker)
+        except (ValueError, TypeError, IndexError):
+            raise DcocError(f"tracker {tracker!r}: expected 'HOST:PORT' or (host, port)") from None
+        if not 1 <= self.tracker[1] <= 65535:
+            raise DcocError(f"tracker port {self.tracker[1]} is out of range (1-65535)")
+        for name, v in (("timeout", timeout), ("connect_timeout", connect_timeout)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                    or v <= 0:
+                raise DcocError(f"RPCSimMeasurer {name} must be a finite number of seconds > 0, "
+                                f"got {v!r}")
+        if max_sessions is not None and (isinstance(max_sessions, bool)
+                                         or not isinstance(max_sessions, int) or max_sessions < 1):
+            raise DcocError(f"RPCSimMeasurer max_sessions must be None or an integer >= 1, got "
+                            f"{max_sessions!r}")
         self.key = key
         self.timeout = float(timeout)
         self.max_sessions = max_sessions

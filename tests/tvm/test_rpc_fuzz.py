@@ -299,3 +299,15 @@ def test_rpc_flags_are_range_checked(argv, capsys):
     assert rc == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("dcoc: error:"), err
+
+
+@pytest.mark.parametrize("kw", [dict(timeout=float("nan")), dict(timeout=-1), dict(timeout=0),
+                                dict(connect_timeout=float("inf")), dict(max_sessions=0),
+                                dict(tracker="127.0.0.1:99999"), dict(tracker="host:port")])
+def test_measurer_arguments_are_checked(kw):
+    from dcoc.errors import DcocError
+    from tvm_plugin.rpc import RPCSimMeasurer
+
+    kw = {"tracker": "127.0.0.1:9190", **kw}
+    with pytest.raises(DcocError):
+        RPCSimMeasurer(**kw)
