@@ -159,6 +159,7 @@ def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, 
         ``wait=True``: another process appending to the ``records`` path holds its lock: wait
         for it instead of a :class:`dcoc.workdir.WorkDirBusy` error.
     """
+    call = dict(locals())  # the arguments as given (a locked rerun passes them on)
     from dcoc.targets import get as get_target
     from dcoc.tuners import create, get_tuner
 
@@ -179,8 +180,8 @@ def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, 
 
         if not held_here(records):  # one run at a time per records file
             with lock_records(records, wait):
-                return tune_task(workload, hw, tuner, trials, seed, records, measurer, n_workers,
-                                 early_stopping, callbacks, resume, target, board, **tuner_kwargs)
+                extra = call.pop("tuner_kwargs")
+                return tune_task(**call, **extra)
     tuner_obj = create(tuner, task, seed=seed, **tuner_kwargs)
     m, own = _measurer(measurer, n_workers, tg.name)
     try:
@@ -241,6 +242,7 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
         (:mod:`dcoc.codesign.prior`).  Not counted as trials, never written to this run's
         records.
     """
+    call = dict(locals())  # the arguments as given (a locked rerun passes them on)
     from dcoc.tuners import tuner_kwargs
 
     tuner_kwargs(tuner)  # a one-line error for an unknown name or setting, before any work
@@ -269,8 +271,8 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
 
     if not held_here(work_dir):  # one run at a time per work dir (wait=True: queue up)
         with lock_work_dir(work_dir, wait=bool(kwargs.pop("wait", False))):
-            return tune(model, target, board, trials, tuner, seed, work_dir, resume, hardware,
-                        input_shapes, measurer, n_workers, progress, pareto, **kwargs)
+            extra = call.pop("kwargs")
+            return tune(**{**call, "work_dir": work_dir}, **extra)
     kwargs.pop("wait", None)
     if not is_acc:
         if kwargs.get("warm_start") is not None:
