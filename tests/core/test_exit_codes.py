@@ -78,10 +78,17 @@ def test_ctrl_c_at_any_moment_is_one_line_exit_130(tmp_path, delay):
     p = subprocess.Popen([sys.executable, "-m", "dcoc.cli", "tune", "resnet18", "--trials", "3000",
                           "--tuner", "random", "--workers", "0", "--work-dir", str(tmp_path / "wd"),
                           "-q"], cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    time.sleep(delay)
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=120)
+                         stderr=subprocess.PIPE, text=True,
+                         # as in a terminal: a test worker may run with SIGINT ignored
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
     if p.returncode == 0:  # finished before the signal: nothing to check
         pytest.skip("the run ended before Ctrl-C")
     assert p.returncode in (130, -signal.SIGINT), (p.returncode, err)
