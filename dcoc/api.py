@@ -46,11 +46,63 @@ def _measurer(measurer, n_workers, target=DEFAULT_TARGET):
         return create_measurer(measurer, **kw), True
     if measurer is not None:
         return measurer, False
-    if n_workers is not None and int(n_workers) < 0:
-        raise DcocError(f"n_workers (--workers) must be >= 0 (0 = in-process), got {n_workers}")
+    _check_workers(n_workers)
     from dcoc.targets import get
 
     return get(target).measurer(n_workers=n_workers), True
+
+
+def _check_workers(n_workers) -> None:
+    """``n_workers``: None (default) or an int in 0 .. 4 x the CPU cores."""
+    if n_workers is None:
+        return
+    cap = 4 * (os.cpu_count() or 1)
+    if _as_int(n_workers) is None or not 0 <= n_workers <= cap:
+        raise DcocError(f"n_workers (--workers) must be an integer in 0..{cap} (0 = in-process, "
+                        f"at most 4 x the CPU cores), got {n_workers!r}")
+
+
+def _as_int(value):
+    """``value`` as an int when it is an integer (numpy's included, bool not), else None."""
+    import operator
+
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _check_int(name: str, value, low: int) -> int:
+    v = _as_int(value)
+    if v is None or v < low:
+        raise DcocError(f"{name} must be >= {low} (an integer), got {value!r}")
+    return v
+
+
+def _check_types(board=None, work_dir=None, records=None, input_shapes=None,
+                 callbacks=()) -> None:
+    """One-line DcocErrors for arguments of the wrong type (before any work)."""
+    if board is not None and not isinstance(board, str):
+        raise DcocError(f"board must be a board name (a string), got {type(board).__name__}")
+    if work_dir is not None and not isinstance(work_dir, (str, os.PathLike)):
+        raise DcocError(f"work_dir must be a path, got {type(work_dir).__name__}")
+    from dcoc.search.records import Records
+
+    if records is not None and not isinstance(records, (str, os.PathLike, Records)):
+        raise DcocError(f"records must be a JSONL path or a Records object, got "
+                        f"{type(records).__name__}")
+    if input_shapes is not None:
+        ok = isinstance(input_shapes, dict) and all(
+            isinstance(k, str) and isinstance(v, (list, tuple))
+            and all(_as_int(d) is not None and d > 0 for d in v) for k, v in input_shapes.items())
+        if not ok:
+            raise DcocError("input_shapes must map input names to shapes of positive integers, "
+                            f"e.g. {{'input': (1, 3, 224, 224)}}, got {str(input_shapes)[:80]}")
+    if callable(callbacks) or not isinstance(callbacks, (list, tuple)) \
+            or not all(callable(c) for c in callbacks):
+        raise DcocError("callbacks must be a list of callables")
 
 
 def _slug(text: str) -> str:
@@ -103,18 +155,33 @@ def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, 
         with ``n_workers`` processes.
     target: an accelerator target of :func:`dcoc.targets.available` (``vta``, ``systolic``).
     board: the board whose clock/bus a hardware name takes (default: the target's default).
-    tuner_kwargs: passed to the tuner (e.g. ``config=DCOCConfig(...)`` for the DCOC family).
+    tuner_kwargs: passed to the tuner (e.g. ``config=DCOCConfig(...)`` for the DCOC family);
+        ``wait=True``: another process appending to the ``records`` path holds its lock: wait
+        for it instead of a :class:`dcoc.workdir.WorkDirBusy` error.
     """
+    call = dict(locals())  # the arguments as given (a locked rerun passes them on)
     from dcoc.targets import get as get_target
     from dcoc.tuners import create, get_tuner
 
+    _check_types(board=board, records=records, callbacks=callbacks)
     tg = get_target(target)
     bd = tg.board(board or tg.default_board)
     hw = tg.default_hw(bd) if hw is None else tg.parse_hw(hw, bd.name)
     layer = tg.layer(workload)
-    if int(trials) < 1:
-        raise DcocError(f"trials must be >= 1, got {trials}")
+    _check_int("trials", trials, 1)
+    _check_int("seed", seed, 0)
+    if early_stopping is not None:
+        _check_int("early_stopping", early_stopping, 1)
+    _check_workers(n_workers)
     task = tg.task(layer, hw)
+    wait = bool(tuner_kwargs.pop("wait", False))
+    if isinstance(records, (str, os.PathLike)):
+        from dcoc.workdir import held_here, lock_records
+
+        if not held_here(records):  # one run at a time per records file
+            with lock_records(records, wait):
+                extra = call.pop("tuner_kwargs")
+                return tune_task(**call, **extra)
     tuner_obj = create(tuner, task, seed=seed, **tuner_kwargs)
     m, own = _measurer(measurer, n_workers, tg.name)
     try:
@@ -168,6 +235,9 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     progress: show progress on stderr (a bar on a terminal, a line every N trials otherwise).
     verbose (keyword, llvm/cuda): TVM's own logs and native warnings on the console instead
         of ``work_dir/logs/tvm.log``.
+    wait (keyword): another process tuning in ``work_dir`` holds its lock
+        (:func:`dcoc.workdir.lock_work_dir`): wait for it instead of a
+        :class:`dcoc.workdir.WorkDirBusy` error.
     pareto: accelerator co-design: also return the throughput/area Pareto front over the
         board's whole feasible hardware space (``result.pareto``; each design ``measured``
         by the search or ``estimated`` with transferred/default schedules;
@@ -178,14 +248,17 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
         (:mod:`dcoc.codesign.prior`).  Not counted as trials, never written to this run's
         records.
     """
+    call = dict(locals())  # the arguments as given (a locked rerun passes them on)
+    _check_types(board=board, work_dir=work_dir, input_shapes=input_shapes)
+    _check_int("trials", trials, 1)
+    _check_int("seed", seed, 0)
+    _check_workers(n_workers)
     from dcoc.targets import get as get_target
     from dcoc.targets import is_accelerator
     from dcoc.tuners import check
 
     is_acc = is_accelerator(target)
     check(tuner, is_acc)  # a one-line error for an unknown name or setting, before any work
-    if int(trials) < 1:
-        raise DcocError(f"trials must be >= 1, got {trials}")
     if is_acc and kwargs.get("time_budget") is not None:
         raise DcocError("time_budget bounds MetaSchedule tuning (llvm/cuda targets); an "
                         "accelerator run is bounded by its trials")
@@ -193,8 +266,8 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     if is_acc and board is None:
         board = get_target(tname).default_board
     if pareto and (not is_acc or hardware is not None):
-        raise DcocError("pareto=True needs an accelerator co-design (the front is over the hardware "
-                        "configs the search completed)")
+        raise DcocError("pareto=True needs an accelerator co-design (the front is over the board's hardware "
+                        "space, not one fixed config)")
     module = _is_torch_module(model)
     if example_inputs is not None and not module:
         raise DcocError("example_inputs is for a PyTorch nn.Module model")
@@ -207,6 +280,13 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
             hw_name = _hw(hardware, str(board).strip().lower() if isinstance(board, str) else None, tname).name
         work_dir = default_work_dir(label, tname if is_acc else _target_label(target),
                                     board if is_acc else None, tuner, seed, hw_name, input_shapes)
+    from dcoc.workdir import held_here, lock_work_dir
+
+    if not held_here(work_dir):  # one run at a time per work dir (wait=True: queue up)
+        with lock_work_dir(work_dir, wait=bool(kwargs.pop("wait", False))):
+            extra = call.pop("kwargs")
+            return tune(**{**call, "work_dir": work_dir}, **extra)
+    kwargs.pop("wait", None)
     if module:  # to an ONNX file in the work dir: the model every later step loads
         from tvm_plugin.frontend.pytorch import module_to_onnx
 
@@ -225,8 +305,6 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
         if not resume and os.path.exists(os.path.join(work_dir, "database_tuning_record.json")):
             raise DcocError(f"resume=False: {work_dir} already holds a MetaSchedule database, "
                             "which llvm/cuda tuning always reuses; choose a new work_dir")
-        if n_workers is not None and int(n_workers) < 0:
-            raise DcocError(f"n_workers (--workers) must be >= 0, got {n_workers}")
         res = tune_model(model, target, trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir,
                          input_shapes=input_shapes, progress=progress, **kwargs)
         if model_path or input_shapes:  # what export / a later load need to find the model again

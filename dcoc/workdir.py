@@ -15,17 +15,138 @@ measure different costs, so their records must not mix) resume; anything else is
 with one line naming both.
 Tuner, seed and budget are not part of the identity (records carry them).  A work dir
 from before this file existed is adopted as it is.
+
+One run at a time: :func:`lock_work_dir` holds an OS file lock (``flock``) on
+``WORK_DIR/dcoc.lock`` for the whole run (``dcoc tune``; ``dcoc tune-task --records
+FILE`` locks ``FILE.lock``).  A second process is refused with one line naming the
+holder's PID, or waits with ``--wait`` (``wait=True``).  The kernel releases the lock
+when the holder exits in any way, kill -9 included, so a stale lock file is never in
+the way (the file itself stays; only the lock on it counts).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import sys
+import threading
 
 from dcoc.errors import DcocError
 from dcoc.paths import ensure_writable_dir, write_text_atomic
 
 IDENTITY_FILE = "dcoc_run.json"
+LOCK_FILE = "dcoc.lock"
+
+
+class WorkDirBusy(DcocError):
+    """Another process holds the work dir (or records file)."""
+
+
+#: locks this process holds: real path -> [fd, depth] (re-entrant within a process;
+#: flock would refuse a second open file of the same process)
+_held: dict[str, list] = {}
+_held_lock = threading.Lock()
+
+
+def _holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
+    return text if text.isdigit() else ""
+
+
+@contextlib.contextmanager
+def lock_file(path: str, what: str, wait: bool = False):
+    """Hold an exclusive ``flock`` on ``path`` (created if missing) for the ``with`` block.
+
+    Busy: :class:`WorkDirBusy` naming the holder's PID, or, with ``wait``, a note on
+    stderr and a blocking wait.  The lock file holds the holder's PID."""
+    import fcntl
+
+    key = os.path.realpath(path)
+    with _held_lock:
+        if key in _held:
+            _held[key][1] += 1
+            entered = True
+        else:
+            entered = False
+    if entered:
+        try:
+            yield path
+        finally:
+            with _held_lock:
+                _held[key][1] -= 1
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        raise DcocError(f"cannot create the lock file {path}: {exc.strerror or exc}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _holder(fd)
+            who = f"dcoc process PID {pid}" if pid else "another dcoc process"
+            if not wait:
+                raise WorkDirBusy(f"{what} is in use by {who}; wait for it to finish, or rerun "
+                                  "with --wait") from None
+            print(f"dcoc: {what} is in use by {who}; waiting for it to finish", file=sys.stderr,
+                  flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            raise DcocError(f"cannot lock {path}: {exc.strerror or exc}") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # the PID is a courtesy; the lock is what counts
+        with _held_lock:
+            _held[key] = [fd, 1]
+        try:
+            yield path
+        finally:
+            with _held_lock:
+                del _held[key]
+            try:
+                os.ftruncate(fd, 0)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)  # closing the last descriptor releases the lock
+
+
+def held_here(path: str) -> bool:
+    """True when this process holds the lock of work dir (or records file) ``path``."""
+    cands = (os.path.join(path, LOCK_FILE), os.fspath(path) + ".lock")
+    with _held_lock:
+        return any(os.path.realpath(c) in _held for c in cands)
+
+
+@contextlib.contextmanager
+def lock_work_dir(work_dir: str, wait: bool = False):
+    """``with lock_work_dir(d): ...``: one run at a time in ``d`` (created if missing; a
+    run refused before it wrote anything leaves no directory behind)."""
+    existed = os.path.isdir(work_dir)
+    ensure_writable_dir(work_dir, "work dir", "choose another --work-dir")
+    lock = os.path.join(work_dir, LOCK_FILE)
+    with lock_file(lock, f"work dir {work_dir}", wait):
+        try:
+            yield work_dir
+        finally:
+            if not existed:
+                with contextlib.suppress(OSError):
+                    if os.listdir(work_dir) == [LOCK_FILE]:
+                        os.remove(lock)
+                        os.rmdir(work_dir)
+
+
+def lock_records(records_path: str, wait: bool = False):
+    """``with lock_records(path): ...``: one run at a time appending to ``path``."""
+    d = os.path.dirname(os.path.abspath(records_path))
+    ensure_writable_dir(d, "records directory")
+    return lock_file(os.fspath(records_path) + ".lock", f"records file {records_path}", wait)
 
 
 def _sha256_file(path: str) -> str:

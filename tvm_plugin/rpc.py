@@ -37,7 +37,13 @@ in each session process every TVM global function except :data:`SIM_FUNC` is rem
 before the session starts (no upload, download, load_module, module loading or any other
 TVM function can be called), a request larger than :data:`MAX_REQUEST_BYTES` is refused,
 and one simulation may take at most ``--time-limit`` seconds (default
-:data:`DEFAULT_TIME_LIMIT`) before it is answered as invalid.  It listens on 127.0.0.1
+:data:`DEFAULT_TIME_LIMIT`) before it is answered as invalid.  Its accept loop
+(:class:`SimServer`, not TVM's) gives each connection :data:`HANDSHAKE_TIMEOUT` seconds
+to hand-shake, handles at most :data:`MAX_CONNECTIONS` at once, checks every declared
+length (key, packet) before reading what follows (a packet above
+:data:`MAX_PACKET_BYTES` closes its session unread), and closes only the connection that
+sent malformed bytes; the tracker registration is renewed only when the tracker
+connection fails.  It listens on 127.0.0.1
 unless ``--host`` says otherwise; binding it to another address lets every host that can
 reach that address use this machine's CPU for simulations (and try to crash the
 process), so do that only on a trusted network.  The tracker has no authentication
@@ -47,9 +53,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import errno
 import json
 import logging
 import math
+import struct
 import threading
 import time
 from typing import Any, Sequence
@@ -128,6 +136,107 @@ def simulate_json(text: str) -> str:
         return json.dumps({"valid": False, "reason": f"{type(exc).__name__}: {exc}"[:500]})
 
 
+# ============================================================================ wire helpers
+#: TVM's RPC handshake constants (tvm.rpc.base; repeated so the client side needs no TVM)
+RPC_MAGIC = 0xFF271
+RPC_TRACKER_MAGIC = 0x2F271
+RPC_CODE_SUCCESS = RPC_MAGIC + 0
+RPC_CODE_MISMATCH = RPC_MAGIC + 2
+_TRACKER_SUCCESS, _TRACKER_PUT, _TRACKER_UPDATE_INFO = 0, 3, 5
+_TRACKER_SUMMARY, _TRACKER_GET_PENDING = 6, 7
+
+#: seconds a new connection may take to finish the handshake (magic, key length, key)
+HANDSHAKE_TIMEOUT = 5.0
+#: connections handled at once (handshakes in progress); more wait in the listen queue
+MAX_CONNECTIONS = 16
+#: the longest handshake key accepted ("client:KEY:RANDOM -timeout=N")
+MAX_KEY_BYTES = 1024
+#: the largest RPC packet a session reads: a request at the cap plus the packet framing;
+#: a longer declared length closes the session before any of its body is read
+MAX_PACKET_BYTES = MAX_REQUEST_BYTES + 4096
+#: seconds the body of one packet may take to arrive once its length was read
+PACKET_TIMEOUT = 30.0
+#: the largest tracker reply read (JSON)
+_MAX_TRACKER_REPLY = 1 << 24
+
+
+class ProtocolError(OSError):
+    """A peer that broke the wire protocol (bad magic, bad length, not UTF-8 ...)."""
+
+
+def _recv_exact(sock, n: int, deadline: float | None = None) -> bytes:
+    """Exactly ``n`` bytes; ``deadline`` (time.monotonic()) bounds the whole read."""
+    import socket
+
+    buf = bytearray()
+    while len(buf) < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("deadline passed")
+            sock.settimeout(left)
+        chunk = sock.recv(min(n - len(buf), 1 << 16))
+        if not chunk:
+            raise ConnectionError("connection closed by the peer")
+        buf += chunk
+    return bytes(buf)
+
+
+def _send_json(sock, obj) -> None:
+    data = json.dumps(obj).encode("utf-8")
+    sock.sendall(struct.pack("<i", len(data)) + data)
+
+
+def _recv_json(sock, deadline: float | None = None):
+    size = struct.unpack("<i", _recv_exact(sock, 4, deadline))[0]
+    if not 0 <= size <= _MAX_TRACKER_REPLY:
+        raise ProtocolError(f"reply length {size} out of range")
+    try:
+        return json.loads(_recv_exact(sock, size, deadline).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ProtocolError(f"reply is not JSON: {exc}") from None
+
+
+class TrackerConnection:
+    """A connection to a TVM RPC tracker where every call has a deadline of ``timeout``
+    seconds (TVM's own client waits forever on a peer that accepts and never answers)."""
+
+    def __init__(self, addr, timeout: float = 5.0):
+        import socket
+
+        self.addr = parse_addr(addr)
+        self.timeout = float(timeout)
+        self.sock = socket.create_connection(self.addr, timeout=self.timeout)
+        try:
+            deadline = time.monotonic() + self.timeout
+            self.sock.sendall(struct.pack("<i", RPC_TRACKER_MAGIC))
+            magic = struct.unpack("<i", _recv_exact(self.sock, 4, deadline))[0]
+            if magic != RPC_TRACKER_MAGIC:
+                raise ProtocolError("not an RPC tracker (wrong magic number)")
+        except TimeoutError:
+            self.close()
+            raise ProtocolError(f"no answer within {self.timeout:g} s") from None
+        except BaseException:
+            self.close()
+            raise
+
+    def call(self, msg):
+        self.sock.settimeout(self.timeout)
+        _send_json(self.sock, msg)
+        return _recv_json(self.sock, time.monotonic() + self.timeout)
+
+    def call_ok(self, msg) -> None:
+        reply = self.call(msg)
+        if reply != _TRACKER_SUCCESS:
+            raise ProtocolError(f"tracker refused {msg[0]}: {str(reply)[:100]}")
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
 # ============================================================================ server
 class _TimeLimit(BaseException):  # not caught by simulate_json's "except Exception"
     pass
@@ -202,6 +311,332 @@ def _restricted_serve_loop(sock, load_library, work_path):
     server_loop(sock.fileno())
 
 
+def _relay_session(conn, inner, packet_limit: int = MAX_PACKET_BYTES,
+                   packet_timeout: float = PACKET_TIMEOUT) -> None:
+    """Copy one session's bytes between the client (``conn``) and TVM's server loop
+    (``inner``, one end of a socket pair).  Client packets (``uint64 length`` + body) are
+    checked *before* their body is read: a length above ``packet_limit`` (or a body that
+    does not arrive within ``packet_timeout`` seconds) closes the session."""
+    import select
+    import socket
+
+    def shut():
+        for s in (conn, inner):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    try:
+        conn.settimeout(None)
+        inner.settimeout(None)
+        while True:
+            ready, _, _ = select.select([conn, inner], [], [])
+            if inner in ready:  # the server's answers: copied as they are
+                data = inner.recv(1 << 16)
+                if not data:
+                    break
+                conn.sendall(data)
+            if conn in ready:
+                head = conn.recv(8, socket.MSG_PEEK)
+                if not head:
+                    break
+                deadline = time.monotonic() + packet_timeout
+                head = _recv_exact(conn, 8, deadline)
+                size = struct.unpack("<Q", head)[0]
+                if size > packet_limit:
+                    logger.warning("session closed: a packet of %d bytes exceeds the limit of %d",
+                                   size, packet_limit)
+                    break
+                body = _recv_exact(conn, size, deadline)
+                conn.settimeout(None)
+                inner.sendall(head + body)
+    except (OSError, struct.error) as exc:
+        logger.info("session closed: %s", exc)
+    finally:
+        shut()
+
+
+def _session_main(conn, close_fds, time_limit: float) -> None:
+    """One client session, in a forked process: TVM's server loop restricted to the
+    simulator, behind :func:`_relay_session`'s packet-size check."""
+    import os
+    import signal
+    import socket
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    for s in close_fds:  # the listening socket and the tracker connection stay the parent's
+        try:
+            s.close()
+        except OSError:
+            pass
+    inner, outer = socket.socketpair()
+    t = threading.Thread(target=_relay_session, args=(conn, outer), daemon=True)
+    t.start()
+    try:
+        _restricted_serve_loop(inner, None, None)
+    except Exception as exc:  # noqa: BLE001 - a broken session ends this process only
+        logger.info("session ended: %s", " ".join(str(exc).split())[:200])
+    finally:
+        try:
+            inner.close()
+        except OSError:
+            pass
+        t.join(2.0)
+    os._exit(0)
+
+
+class SimServer:
+    """The simulator server's accept loop (replaces TVM's ``_listen_loop``).
+
+    * every connection gets its own thread and at most ``handshake_timeout`` seconds to
+      send a well-formed handshake (magic, a key length in 1..:data:`MAX_KEY_BYTES`, a
+      UTF-8 key); anything else closes that connection only;
+    * at most ``max_connections`` handshakes at once (more wait in the kernel's queue);
+    * the client the tracker matched gets one session, served in a forked process (see
+      :func:`_session_main`); other connections are answered "mismatch";
+    * the tracker registration is kept across bad connections and renewed only when the
+      tracker connection itself fails (or a matched client never came).
+    """
+
+    def __init__(self, sock, port: int, key: str, tracker_addr, custom_addr=None,
+                 time_limit: float = DEFAULT_TIME_LIMIT,
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT,
+                 max_connections: int = MAX_CONNECTIONS, ping_period: float = 2.0,
+                 tracker_timeout: float = 10.0):
+        import queue
+
+        self.sock, self.port, self.key = sock, int(port), key
+        self.tracker_addr = parse_addr(tracker_addr)
+        self.custom_addr = custom_addr
+        self.time_limit = time_limit
+        self.handshake_timeout = float(handshake_timeout)
+        self.slots = threading.BoundedSemaphore(int(max_connections))
+        self.ping_period = float(ping_period)
+        self.tracker_timeout = float(tracker_timeout)
+        self.lock = threading.Lock()
+        self.matched: queue.Queue = queue.Queue()
+        self.matchkey = self._new_key()
+        self.claimed = False
+        self.session = None  # (process, deadline or None)
+        self.stats = collections.Counter()
+        self._stop = threading.Event()
+
+    def _new_key(self, old: str | None = None) -> str:
+        import random
+
+        rng = random.SystemRandom()
+        while True:
+            k = f"{self.key}:{rng.random()}"
+            if k != old:
+                return k
+
+    # ------------------------------------------------------------ one connection
+    def _handshake(self, conn, addr) -> None:
+        try:
+            deadline = time.monotonic() + self.handshake_timeout
+            magic = struct.unpack("<i", _recv_exact(conn, 4, deadline))[0]
+            if magic != RPC_MAGIC:
+                raise ProtocolError(f"bad magic {magic:#x}")
+            keylen = struct.unpack("<i", _recv_exact(conn, 4, deadline))[0]
+            if not 0 < keylen <= MAX_KEY_BYTES:
+                raise ProtocolError(f"key length {keylen} out of range")
+            try:
+                words = _recv_exact(conn, keylen, deadline).decode("utf-8").split()
+            except UnicodeDecodeError:
+                raise ProtocolError("key is not UTF-8") from None
+            if not words:
+                raise ProtocolError("empty key")
+            opts = {}
+            for w in words[1:]:
+                if w.startswith("-timeout="):
+                    t = float(w[len("-timeout="):])
+                    if math.isfinite(t) and t > 0:
+                        opts["timeout"] = t
+            with self.lock:
+                ok = (words[0] == "client:" + self.matchkey and not self.claimed
+                      and self.session is None)
+                if ok:
+                    self.claimed = True
+            if not ok:
+                conn.sendall(struct.pack("<i", RPC_CODE_MISMATCH))
+                self.stats["mismatch"] += 1
+                logger.info("mismatched key from %s", addr)
+                conn.close()
+                return
+            server_key = ("server:" + self.key).encode("utf-8")
+            conn.sendall(struct.pack("<ii", RPC_CODE_SUCCESS, len(server_key)) + server_key)
+            self.matched.put((conn, addr, opts))
+        except Exception as exc:  # noqa: BLE001 - any bad byte stream closes this connection only
+            self.stats["bad"] += 1
+            logger.info("connection from %s closed: %s", addr,
+                        " ".join(f"{type(exc).__name__}: {exc}".split())[:200])
+            try:
+                conn.close()
+            except OSError:
+                pass
+        finally:
+            self.slots.release()
+
+    def _accept(self) -> None:
+        """Accept one connection into a free slot (the caller holds the slot)."""
+        try:
+            conn, addr = self.sock.accept()
+        except OSError:
+            self.slots.release()
+            return
+        try:
+            threading.Thread(target=self._handshake, args=(conn, addr), daemon=True).start()
+        except RuntimeError:  # cannot start a thread: drop the connection, keep serving
+            self.slots.release()
+            conn.close()
+
+    # ------------------------------------------------------------ sessions
+    def _start_session(self, conn, addr, opts, tracker) -> None:
+        import multiprocessing
+
+        close = [self.sock] + ([tracker.sock] if tracker is not None else [])
+        proc = multiprocessing.get_context("fork").Process(
+            target=_session_main, args=(conn, close, self.time_limit), daemon=True)
+        proc.start()
+        conn.close()  # the session process has its own copy
+        deadline = time.monotonic() + opts["timeout"] if "timeout" in opts else None
+        with self.lock:
+            self.session = (proc, deadline)
+        self.stats["sessions"] += 1
+        logger.info("session for %s started (pid %d)", addr, proc.pid)
+
+    def _check_session(self) -> bool:
+        """True when a session just ended (a new match key is then needed)."""
+        with self.lock:
+            cur = self.session
+        if cur is None:
+            return False
+        proc, deadline = cur
+        if proc.is_alive() and (deadline is None or time.monotonic() < deadline):
+            return False
+        if proc.is_alive():
+            logger.info("session timeout: ending pid %d", proc.pid)
+            proc.kill()
+        proc.join(5.0)
+        with self.lock:
+            self.session = None
+            self.claimed = False
+            self.matchkey = self._new_key(self.matchkey)
+        return True
+
+    # ------------------------------------------------------------ main loop
+    def _connect_tracker(self):
+        tracker = TrackerConnection(self.tracker_addr, self.tracker_timeout)
+        try:
+            tracker.call_ok([_TRACKER_UPDATE_INFO, {"key": "server:" + self.key,
+                                                    "addr": [self.custom_addr, self.port]}])
+        except BaseException:
+            tracker.close()
+            raise
+        return tracker
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def serve_forever(self) -> None:
+        import select
+
+        tracker = None
+        registered = False
+        next_ping = 0.0
+        unmatched = 0
+        retry_at = 0.0
+        warned = False
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                if tracker is None and now >= retry_at:
+                    try:
+                        tracker = self._connect_tracker()
+                        registered = False
+                        if warned:
+                            logger.warning("RPC tracker %s:%d reachable again", *self.tracker_addr)
+                        warned = False
+                    except OSError as exc:
+                        if not warned:
+                            logger.warning("RPC tracker %s:%d lost (%s); retrying",
+                                           *self.tracker_addr, exc)
+                        warned = True
+                        retry_at = now + 2.0
+                # a new connection only into a free slot: while every slot is busy with a
+                # handshake (at most handshake_timeout seconds each), the kernel queues it
+                if self.slots.acquire(blocking=False):
+                    try:
+                        ready, _, _ = select.select([self.sock], [], [], 0.2)
+                    except (OSError, ValueError):
+                        self.slots.release()
+                        return  # the listening socket was closed: stop serving
+                    if ready:
+                        self._accept()
+                    else:
+                        self.slots.release()
+                else:
+                    self.stats["full"] += 1
+                    time.sleep(0.05)
+                while True:  # a matched client: serve it
+                    try:
+                        conn, addr, opts = self.matched.get_nowait()
+                    except Exception:  # noqa: BLE001 - queue.Empty
+                        break
+                    registered = False  # its key is used up
+                    try:
+                        self._start_session(conn, addr, opts, tracker)
+                    except Exception as exc:  # noqa: BLE001
+                        logger.warning("cannot start a session: %s", exc)
+                        conn.close()
+                        with self.lock:
+                            self.claimed = False
+                            self.matchkey = self._new_key(self.matchkey)
+                if self._check_session():
+                    registered = False
+                if tracker is None:
+                    continue
+                try:
+                    with self.lock:
+                        idle = self.session is None and not self.claimed
+                        key = self.matchkey
+                    if idle and not registered:
+                        tracker.call_ok([_TRACKER_PUT, self.key, [self.port, key], self.custom_addr])
+                        registered, unmatched = True, 0
+                        next_ping = time.monotonic() + self.ping_period
+                        self.stats["registrations"] += 1
+                    elif idle and time.monotonic() >= next_ping:
+                        next_ping = time.monotonic() + self.ping_period
+                        pending = tracker.call([_TRACKER_GET_PENDING])
+                        if not isinstance(pending, list):
+                            raise ProtocolError("bad pending-keys reply")
+                        unmatched = 0 if key in pending else unmatched + 1
+                        # the tracker gave our key to a client that never came: a new key
+                        if unmatched * self.ping_period > 4 + self.ping_period:
+                            with self.lock:
+                                if self.claimed or self.session is not None:
+                                    continue
+                                self.matchkey = self._new_key(self.matchkey)
+                            registered = False
+                except OSError as exc:  # the tracker went away: reconnect, register again
+                    logger.warning("RPC tracker %s:%d lost (%s); reconnecting",
+                                   *self.tracker_addr, exc)
+                    tracker.close()
+                    tracker, registered, retry_at = None, False, time.monotonic() + 0.5
+        finally:
+            if tracker is not None:
+                tracker.close()
+            with self.lock:
+                cur = self.session
+            if cur is not None and cur[0].is_alive():
+                cur[0].kill()
+
+
 def parse_addr(addr, default_port: int = 9190) -> tuple[str, int]:
     if isinstance(addr, (tuple, list)):
         return str(addr[0]), int(addr[1])
@@ -213,24 +648,25 @@ def parse_addr(addr, default_port: int = 9190) -> tuple[str, int]:
 
 def serve(tracker: str | tuple, key: str = DEFAULT_KEY, host: str = "127.0.0.1",
           port: int = 9090, port_end: int | None = None, custom_addr: str | None = None,
-          silent: bool = True, time_limit: float = DEFAULT_TIME_LIMIT) -> None:
+          silent: bool = True, time_limit: float = DEFAULT_TIME_LIMIT,
+          ready=None) -> None:
     """Run a simulator RPC server registered with ``tracker`` under ``key`` (blocks).
 
-    The listening loop runs in this process (no extra pool process); TVM forks one child
-    per client session, which inherits the registered simulator function and nothing
-    else (see *Security* in the module docstring).  ``host``: the address to listen on
-    (default loopback only).
+    :class:`SimServer` accepts connections in this process and forks one child per
+    client session, which inherits the registered simulator function and nothing else
+    (see *Security* in the module docstring).  ``host``: the address to listen on
+    (default loopback only).  ``ready``: called with the :class:`SimServer` once it
+    listens (tests use it to stop the server).
     """
     import socket
 
-    from tvm.rpc import server as rpc_server
+    from dcoc.errors import DcocError
 
     register(time_limit)
-    rpc_server._serve_loop = _restricted_serve_loop  # noqa: SLF001 - sessions: simulator only
     if silent:
-        logging.getLogger("RPCServer").setLevel(logging.ERROR)
+        logger.setLevel(logging.ERROR)
     tracker_addr = parse_addr(tracker)
-    port_end = max(int(port_end or 0), port + 100)
+    port_end = min(max(int(port_end or 0), port + 100), 65536)
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     bound = None
@@ -239,41 +675,60 @@ def serve(tracker: str | tuple, key: str = DEFAULT_KEY, host: str = "127.0.0.1",
             sock.bind((host, p))
             bound = p
             break
-        except OSError:
-            continue
+        except OSError as exc:
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+                continue
+            sock.close()
+            raise DcocError(f"--host {host}: cannot listen there ({exc.strerror or exc})") from None
     if bound is None:
-        raise SystemExit(f"dcoc rpc: cannot bind to any port in [{port}, {port_end})")
-    sock.listen(1)
+        sock.close()
+        raise DcocError(f"cannot bind to any port in [{port}, {port_end}): all in use")
+    sock.listen(64)
     print(f"dcoc rpc: simulator server on {host}:{bound}, key '{key}', tracker "
           f"{tracker_addr[0]}:{tracker_addr[1]}", flush=True)
-    rpc_server._listen_loop(sock, bound, key, tracker_addr, None, custom_addr)  # noqa: SLF001
+    server = SimServer(sock, bound, key, tracker_addr, custom_addr, time_limit=time_limit)
+    if ready is not None:
+        ready(server)
+    try:
+        server.serve_forever()
+    finally:
+        sock.close()
 
 
 # ============================================================================ client
 def tracker_servers(tracker, key: str, timeout: float = 5.0) -> dict:
     """``{"free": n, "pending": n}`` for ``key`` on the tracker (zeros if unknown).
 
-    A tracker that cannot be reached within ``timeout`` seconds is a one-line
-    :class:`dcoc.errors.DcocError` (TVM's own client would retry for a minute)."""
-    import socket
-
-    from tvm import rpc
-
+    A tracker that cannot be reached, or does not answer, within ``timeout`` seconds is a
+    one-line :class:`dcoc.errors.DcocError` (TVM's own client would retry for a minute,
+    then wait for the answer forever)."""
     from dcoc.errors import DcocError
 
     host, port = parse_addr(tracker)
     try:
-        socket.create_connection((host, port), timeout=timeout).close()
+        conn = TrackerConnection((host, port), timeout)
+    except ProtocolError as exc:
+        raise DcocError(f"RPC tracker {host}:{port} did not answer: {exc}") from None
     except OSError as exc:
-        raise DcocError(f"RPC tracker {host}:{port} is not reachable: "
-                        f"{exc.strerror or exc}") from None
+        why = "no answer within the timeout" if isinstance(exc, TimeoutError) else (exc.strerror or exc)
+        raise DcocError(f"RPC tracker {host}:{port} is not reachable: {why}") from None
     try:
-        summary = rpc.connect_tracker(host, port).summary()
-    except Exception as exc:  # noqa: BLE001 - not a tracker, or it went away
-        raise DcocError(f"RPC tracker {host}:{port} did not answer: "
-                        f"{' '.join(str(exc).split())[:200]}") from None
-    info = summary.get("queue_info", {}).get(key, {})
-    return {"free": int(info.get("free", 0)), "pending": int(info.get("pending", 0))}
+        reply = conn.call([_TRACKER_SUMMARY])
+        if not (isinstance(reply, list) and len(reply) == 2 and reply[0] == _TRACKER_SUCCESS
+                and isinstance(reply[1], dict)):
+            raise ProtocolError(f"unexpected reply {str(reply)[:100]}")
+        summary = reply[1]
+    except OSError as exc:
+        why = (f"no answer within {timeout:g} s" if isinstance(exc, TimeoutError)
+               else " ".join(str(exc).split())[:200])
+        raise DcocError(f"RPC tracker {host}:{port} did not answer: {why}") from None
+    finally:
+        conn.close()
+    info = (summary.get("queue_info") or {}).get(key) or {}
+    try:
+        return {"free": int(info.get("free", 0)), "pending": int(info.get("pending", 0))}
+    except (TypeError, ValueError, AttributeError):
+        raise DcocError(f"RPC tracker {host}:{port} sent a malformed summary") from None
 
 
 class _Session:
@@ -302,7 +757,23 @@ class RPCSimMeasurer(Measurer):
 
     def __init__(self, tracker, key: str = DEFAULT_KEY, timeout: float = 60.0,
                  max_sessions: int | None = None, connect_timeout: float = 30.0):
-        self.tracker = parse_addr(tracker)
+        from dcoc.errors import DcocError
+
+        try:
+            self.tracker = parse_addr(tracker)
+        except (ValueError, TypeError, IndexError):
+            raise DcocError(f"tracker {tracker!r}: expected 'HOST:PORT' or (host, port)") from None
+        if not 1 <= self.tracker[1] <= 65535:
+            raise DcocError(f"tracker port {self.tracker[1]} is out of range (1-65535)")
+        for name, v in (("timeout", timeout), ("connect_timeout", connect_timeout)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                    or v <= 0:
+                raise DcocError(f"RPCSimMeasurer {name} must be a finite number of seconds > 0, "
+                                f"got {v!r}")
+        if max_sessions is not None and (isinstance(max_sessions, bool)
+                                         or not isinstance(max_sessions, int) or max_sessions < 1):
+            raise DcocError(f"RPCSimMeasurer max_sessions must be None or an integer >= 1, got "
+                            f"{max_sessions!r}")
         self.key = key
         self.timeout = float(timeout)
         self.max_sessions = max_sessions
@@ -476,21 +947,6 @@ def _result_of(out: dict, wall: float, server: str) -> MeasureResult:
 
 
 # ============================================================================ CLI
-def add_serve_arguments(s) -> None:
-    """The ``dcoc rpc serve`` options (this module imports TVM only when serving)."""
-    s.add_argument("--tracker", required=True, help="HOST:PORT of the RPC tracker")
-    s.add_argument("--key", default=DEFAULT_KEY, help=f"server key (default {DEFAULT_KEY})")
-    s.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1: this machine only; another "
-                        "address lets every host that reaches it run simulations here)")
-    s.add_argument("--port", type=int, default=9090, help="first port to try")
-    s.add_argument("--port-end", type=int, default=None, help="last port to try (default PORT+100)")
-    s.add_argument("--custom-addr", default=None, help="address to report to the tracker")
-    s.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT,
-                   help=f"seconds one simulation may take (default {DEFAULT_TIME_LIMIT:g}); "
-                        "longer ones are answered as invalid")
-
-
 def check_tracker(addr: str, timeout: float = 5.0, wait: float = 0.0) -> tuple[str, int]:
     """(host, port) of ``HOST:PORT`` once a TCP connection to it succeeds within
     ``timeout`` seconds (retrying for ``wait`` seconds: a server may start before its
@@ -502,8 +958,9 @@ def check_tracker(addr: str, timeout: float = 5.0, wait: float = 0.0) -> tuple[s
 
     host, _, port = str(addr).rpartition(":")
     host = host.strip("[]")
-    if not host or not port.isdigit():
-        raise DcocError(f"--tracker '{addr}': expected HOST:PORT, e.g. 127.0.0.1:9190")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise DcocError(f"--tracker '{addr}': expected HOST:PORT with a port in 1-65535, "
+                        "e.g. 127.0.0.1:9190")
     deadline = time.monotonic() + wait
     while True:
         try:

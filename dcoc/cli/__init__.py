@@ -2,10 +2,16 @@
 
 Each sub-command lives in its own module ``dcoc.cli.cmd_NAME`` and exposes
 ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.  This file only
-builds the parser and turns errors into one clear line with a non-zero exit status:
+builds the parser and turns every outcome into an exit status (:data:`EXIT_CODES`):
 
-* :class:`dcoc.errors.DcocError` -> ``dcoc: error: <message>``, exit 2
-* Ctrl-C -> ``dcoc: interrupted`` (records already written are kept), exit 130
+* 0: done;  1: a check failed (``dcoc run`` not bit-exact, ``dcoc simulate`` invalid, no
+  valid schedule found);
+* 2: bad input -- :class:`dcoc.errors.DcocError` -> ``dcoc: error: <message>`` (argparse's
+  own errors too);
+* 3: internal error -- any other exception: one line naming it, and the traceback with
+  ``-v``;
+* 130: Ctrl-C at any moment, start-up imports included -> ``dcoc: interrupted``
+  (records already written are kept).
 """
 from __future__ import annotations
 
@@ -40,6 +46,14 @@ simulator.  Compiler engineers: `dcoc tune MODEL --target llvm` tunes with TVM
 MetaSchedule using the DCOC search strategy.  MODEL is an ONNX file or a zoo name
 (`dcoc models`)."""
 
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_CODES = {EXIT_OK: "ok", EXIT_CHECK_FAILED: "a check failed (e.g. `dcoc run` not bit-exact)",
+              EXIT_BAD_INPUT: "bad input (one line on stderr)",
+              EXIT_INTERNAL: "internal error (one line; rerun with -v for the traceback)",
+              EXIT_INTERRUPTED: "interrupted (Ctrl-C; records already written are kept)"}
+EPILOG = "exit status:\n" + "\n".join(f"  {c:<3}  {t}" for c, t in EXIT_CODES.items())
+INTERRUPTED = "dcoc: interrupted (measured records are kept; rerun the same command to resume)"
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage block): ``dcoc: error: ...``, exit 2."""
@@ -65,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="dcoc",
         description=DESCRIPTION,
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     from dcoc import __version__
@@ -89,12 +104,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _internal_error(exc: BaseException, verbose: bool) -> int:
+    if verbose:
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    msg = " ".join(str(exc).split())[:300]
+    print(f"dcoc: internal error: {type(exc).__name__}{': ' + msg if msg else ''} (a bug in dcoc "
+          "or its libraries; rerun with -v for the traceback)", file=sys.stderr)
+    return EXIT_INTERNAL
+
+
+def _verbose(argv) -> bool:
+    args = sys.argv[1:] if argv is None else argv
+    return any(a in ("-v", "--verbose") for a in args)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "_run", None):
-        parser.print_help()
-        return 2
     got_sigint: list[int] = []
 
     def on_sigint(signum, frame):
@@ -105,11 +131,30 @@ def main(argv: list[str] | None = None) -> int:
 
     # only where Ctrl-C raises KeyboardInterrupt already (not in threads, not where SIGINT
     # is ignored, e.g. background jobs of a non-interactive shell)
+    def unraisable(info):
+        # Ctrl-C landed in a finalizer or a weakref callback (e.g. importlib's module-lock
+        # callback): Python would print "Exception ignored ..." and go on; deliver it
+        # again, to the main code
+        if isinstance(info.exc_value, KeyboardInterrupt):
+            import _thread
+
+            _thread.interrupt_main()
+            return
+        old_hook(info)
+
     old = None
+    old_hook = sys.unraisablehook
     if threading.current_thread() is threading.main_thread() \
             and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         old = signal.signal(signal.SIGINT, on_sigint)
+        sys.unraisablehook = unraisable
+    args = None
     try:
+        parser = build_parser()  # imports every command module: Ctrl-C may land here
+        args = parser.parse_args(argv)
+        if not getattr(args, "_run", None):
+            parser.print_help()
+            return EXIT_BAD_INPUT
         rc = int(args._run(args) or 0)
         if got_sigint:
             raise KeyboardInterrupt
@@ -118,11 +163,31 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dcoc: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("dcoc: interrupted (measured records are kept; rerun the same command to resume)",
-              file=sys.stderr)
-        return 130
+        print(INTERRUPTED, file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # `dcoc tasks x | head`
-        return 0
+        _quiet_stdout()
+        return EXIT_OK
+    except SystemExit:
+        raise  # argparse: --help, --version, usage errors (exit 2)
+    except MemoryError as exc:
+        print(f"dcoc: error: out of memory ({exc or 'allocation failed'}); reduce --workers or "
+              "the model size", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # noqa: BLE001 - never a bare traceback
+        return _internal_error(exc, bool(getattr(args, "verbose", False)) or _verbose(argv))
     finally:
         if old is not None:
             signal.signal(signal.SIGINT, old)
+            sys.unraisablehook = old_hook
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: send the rest of stdout nowhere (no error at interpreter exit)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

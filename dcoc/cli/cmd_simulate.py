@@ -65,13 +65,17 @@ def _load_knobs(path: str | None) -> dict:
     if not path:
         return {}
     try:
-        with open(path) as fh:
+        with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
     except OSError as exc:
         raise ConfigError(f"cannot read --knobs file {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"--knobs file {path} is not valid JSON: {exc.msg} (line {exc.lineno})") \
             from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"--knobs file {path} is not UTF-8 text (not a JSON file?)") from None
+    except RecursionError:
+        raise ConfigError(f"--knobs file {path} nests JSON too deeply") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise ConfigError(f"--knobs file {path} must map task names to knob dicts")
     return data

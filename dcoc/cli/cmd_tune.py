@@ -61,7 +61,7 @@ examples:
 def add_arguments(parser) -> None:
     add_model_arguments(parser)
     add_target_argument(parser)
-    from dcoc.cli.options import add_tuner_argument
+    from dcoc.cli.options import add_tuner_argument, int_at_least, worker_count
     from dcoc.targets import available, get
 
     boards = list(dict.fromkeys(b for t in available() for b in get(t).boards))
@@ -69,7 +69,7 @@ def add_arguments(parser) -> None:
                         help="accelerator targets: FPGA resource budget and clock/bus (default: the "
                              "target's first board: " + ", ".join(f"{t} {get(t).default_board}"
                                                                   for t in available()) + ")")
-    parser.add_argument("--trials", type=int, default=2000,
+    parser.add_argument("--trials", type=int_at_least(1), default=2000,
                         help="measurement budget: simulations (vta) or builds+runs (default: 2000)")
     parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                         help="llvm/cuda: wall-clock seconds for the search; no new batch starts "
@@ -84,8 +84,12 @@ def add_arguments(parser) -> None:
                              "ultra96, zcu104) or a name like 1x16x16_i8w8a32_15_15_18_17")
     parser.add_argument("--no-resume", action="store_true",
                         help="ignore records already in the work dir (they are kept; new ones are appended)")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="vta: simulator worker processes (default: CPU cores; 0 = in-process)")
+    parser.add_argument("--workers", type=worker_count, default=None,
+                        help="vta: simulator worker processes (default: CPU cores; 0 = in-process; "
+                             "at most 4 x the CPU cores)")
+    parser.add_argument("--wait", action="store_true",
+                        help="another dcoc process is tuning in the work dir: wait for it "
+                             "(default: a one-line error naming its PID)")
     parser.add_argument("--runner", default="local",
                         help="llvm/cuda: 'local' or 'rpc://HOST:PORT/KEY' (TVM RPC tracker)")
     parser.add_argument("--flush-cache", action="store_true",
@@ -131,7 +135,7 @@ def run(args) -> int:
         from dcoc.results.export import check_export_path
 
         check_export_path(args.export)  # before any work
-    kw = {}
+    kw = {"wait": True} if getattr(args, "wait", False) else {}
     if not accel:
         kw["runner"] = args.runner
         kw["verbose"] = out.verbose

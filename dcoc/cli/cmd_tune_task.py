@@ -23,7 +23,7 @@ examples:
 
 def add_arguments(parser) -> None:
     parser.add_argument("workload", metavar="WORKLOAD", help="C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
-    from dcoc.cli.options import add_tuner_argument
+    from dcoc.cli.options import add_tuner_argument, int_at_least, worker_count
     from dcoc.targets import DEFAULT_TARGET, available
 
     parser.add_argument("--target", default=DEFAULT_TARGET, choices=available(),
@@ -35,13 +35,18 @@ def add_arguments(parser) -> None:
                           "(default: pynq); systolic: a name like ws16x16_i15w15o15 (default: the "
                           "board's 16x16 default)")
     add_tuner_argument(parser)
-    parser.add_argument("--trials", type=int, default=200, help="simulation budget (default: 200)")
+    parser.add_argument("--trials", type=int_at_least(1), default=200,
+                        help="simulation budget (default: 200)")
     parser.add_argument("--seed", type=int, default=0, help="the one seed (default: 0)")
     parser.add_argument("--records", default=None, help="append records to this JSONL file (resumes)")
-    parser.add_argument("--workers", type=int, default=0,
-                        help="simulator worker processes (default: 0 = in-process)")
-    parser.add_argument("--early-stopping", type=int, default=None,
-                        help="stop after this many trials without improvement")
+    parser.add_argument("--workers", type=worker_count, default=0,
+                        help="simulator worker processes (default: 0 = in-process; at most 4 x "
+                             "the CPU cores)")
+    parser.add_argument("--early-stopping", type=int_at_least(1), default=None, metavar="N",
+                        help="stop after N >= 1 trials without improvement")
+    parser.add_argument("--wait", action="store_true",
+                        help="another dcoc process is appending to --records: wait for it "
+                             "(default: a one-line error naming its PID)")
     add_output_arguments(parser, "the result (best knobs, cost, curve)")
 
 
@@ -89,7 +94,8 @@ def run(args) -> int:
     try:
         r = tune_task(wl, hw=hw, target=tg.name, tuner=args.tuner, trials=args.trials, seed=args.seed,
                       records=args.records, n_workers=args.workers,
-                      early_stopping=args.early_stopping, callbacks=callbacks)
+                      early_stopping=args.early_stopping, callbacks=callbacks,
+                      **({"wait": True} if getattr(args, "wait", False) else {}))
     finally:
         if bar is not None:
             bar.close()

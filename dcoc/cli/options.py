@@ -127,6 +127,62 @@ def parse_input_shapes(specs) -> dict[str, tuple[int, ...]] | None:
     return out
 
 
+# ------------------------------------------------------------------ range-checked types
+# argparse ``type=`` callables: a bad value is argparse's one-line error, exit 2
+# ("dcoc: error: argument --port: ...").
+def port_number(text: str) -> int:
+    """A TCP port, 1-65535."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a port number") from None
+    if not 1 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"port {v} is out of range (1-65535)")
+    return v
+
+
+def seconds(text: str) -> float:
+    """A duration in seconds: finite and > 0 (``nan``, ``inf``, 0 and negatives refused)."""
+    import math
+
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"{text} seconds: expected a finite number > 0")
+    return v
+
+
+def int_at_least(low: int, high: int | None = None):
+    """An ``int`` type in ``[low, high]`` (``high`` None: no ceiling)."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+        if v < low or (high is not None and v > high):
+            rng = f">= {low}" if high is None else f"in {low}..{high}"
+            raise argparse.ArgumentTypeError(f"{v} is out of range (expected {rng})")
+        return v
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def max_workers() -> int:
+    """The ceiling for ``--workers``: 4 per CPU core (each worker process holds a model)."""
+    import os
+
+    return 4 * (os.cpu_count() or 1)
+
+
+def worker_count(text: str) -> int:
+    """``--workers N``: 0 (in-process) .. 4 x the CPU cores."""
+    return int_at_least(0, max_workers())(text)
+
+
 def fmt_count(n: float, unit: str = "") -> str:
     """12_345_678 -> '12.35M' (k, M, G, T)."""
     for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):

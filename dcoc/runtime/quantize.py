@@ -180,12 +180,49 @@ def quantize_layers(layers: list[LayerSpec], ranges: dict[str, float]) -> tuple[
     return out, exps
 
 
+#: the largest magnitude accepted in a float input or calibration sample: larger values
+#: overflow float32 inside a model (3e38 is float32's limit) and make every comparison moot
+MAX_ABS_INPUT = 1e15
+
+
+def check_values(samples: list[dict], what: str = "--inputs", calibration: bool = False) -> None:
+    """Refuse float data no int8 run can be checked on: NaN/Inf, magnitudes above
+    :data:`MAX_ABS_INPUT`, and (``calibration``) an input that is zero in every sample
+    (its quantization scale would be undefined).  One-line
+    :class:`dcoc.errors.WorkloadError` naming the input."""
+    from dcoc.errors import WorkloadError
+
+    if not samples:
+        raise WorkloadError(f"{what}: no samples (an empty list or an empty leading axis)")
+    for name in samples[0]:
+        arrs = [np.asarray(smp[name]) for smp in samples]
+        if arrs[0].dtype.kind not in "fc":
+            continue
+        bad = sum(int(np.count_nonzero(~np.isfinite(a))) for a in arrs)
+        if bad:
+            total = sum(a.size for a in arrs)
+            raise WorkloadError(f"{what}: input '{name}' holds {bad} NaN/Inf value(s) of {total}; "
+                                "the int8 run and its checks need finite numbers")
+        peak = max((float(np.max(np.abs(a))) if a.size else 0.0) for a in arrs)
+        if peak > MAX_ABS_INPUT:
+            raise WorkloadError(f"{what}: input '{name}' holds a value of magnitude {peak:.3g} "
+                                f"(> {MAX_ABS_INPUT:.0e}), which overflows float32 inside the model")
+        if calibration and peak == 0.0:
+            raise WorkloadError(f"{what}: input '{name}' is zero in every calibration sample; "
+                                "its int8 scale cannot be calibrated: give real data")
+
+
 def calibration_inputs(shapes: dict, dtypes: dict, n: int, seed: int, int_high: dict | None = None,
                        warn: bool = True) -> list[dict]:
     """``n`` random input dicts: float inputs ~ N(0, 1) (the zoo models take normalized
     images), integer inputs uniform in ``[0, int_high[name])`` (token ids: the embedding
     size).  Warns with :class:`CalibrationWarning` -- random data calibrates the ranges of
     random data, not of the data the model will see."""
+    from dcoc.errors import WorkloadError
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise WorkloadError(f"calibration_samples (--calibration-samples) must be an integer "
+                            f">= 1, got {n!r}")
     if warn:
         warnings.warn("no calibration inputs given (--calibration): calibrating on "
                       f"{n} random input(s); scales fit random data, not real data",

@@ -40,7 +40,19 @@ class InputError(DcocError):
 def load_inputs(source, what: str = "--inputs") -> dict:
     """``{name: array}`` from a dict or an ``.npz`` file (one-line InputError otherwise)."""
     if isinstance(source, dict):
-        return {str(k): np.asarray(v) for k, v in source.items()}
+        out = {}
+        for k, v in source.items():
+            try:
+                out[str(k)] = np.asarray(v)
+            except (ValueError, TypeError) as exc:  # ragged lists, objects
+                raise InputError(f"{what}: input '{k}' is not an array "
+                                 f"({' '.join(str(exc).split())[:100]})") from None
+            if out[str(k)].dtype == object:
+                raise InputError(f"{what}: input '{k}' is not a numeric array")
+        return out
+    if not isinstance(source, (str, os.PathLike)):
+        raise InputError(f"{what} must be a dict of arrays or an .npz file path, got "
+                         f"{type(source).__name__}")
     path = os.fspath(source)
     if not os.path.exists(path):
         raise InputError(f"{what} file '{path}' does not exist")
@@ -119,6 +131,9 @@ def load_schedules(source) -> tuple[dict, Any]:
     if isinstance(source, dict):
         data = source
     else:
+        if not isinstance(source, (str, os.PathLike)):
+            raise ConfigError(f"--schedules must be a dict, a TuneResult or a JSON file path, "
+                              f"got {type(source).__name__}")
         path = os.fspath(source)
         try:
             with open(path, encoding="utf-8") as fh:
@@ -129,6 +144,11 @@ def load_schedules(source) -> tuple[dict, Any]:
         except json.JSONDecodeError as exc:
             raise ConfigError(f"--schedules file '{path}' is not valid JSON: {exc.msg} "
                               f"(line {exc.lineno})") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"--schedules file '{path}' is not UTF-8 text (not a JSON "
+                              "file?)") from None
+        except RecursionError:
+            raise ConfigError(f"--schedules file '{path}' nests JSON too deeply") from None
     hw = None
     if isinstance(data, dict) and "schedules" in data:
         if data.get("target") not in (None, "vta"):
@@ -154,7 +174,7 @@ def result_input_shapes(source) -> dict | None:
         try:
             with open(os.fspath(source), encoding="utf-8") as fh:
                 data = json.load(fh)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None  # load_schedules reports it
         shapes = data.get("input_shapes") if isinstance(data, dict) else None
     else:
@@ -333,6 +353,10 @@ class Session:
         else:
             cal = split_samples(load_inputs(calibration, "--calibration"), self.shapes,
                                 self.dtypes, "--calibration")
+        if calibration is not None:
+            from dcoc.runtime.quantize import check_values
+
+            check_values(cal, "calibration", calibration=True)
         ranges = tq.calibrate(self.graph, cal, self.names)
         self.qlayers, self.exps = quantize_layers(self.graph.layers, ranges)
         qmod = tq.rewrite(self.graph, self.qlayers, self.exps)
@@ -492,6 +516,13 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
         inputs = load_inputs(inputs)
     if calibration is not None and not isinstance(calibration, (dict, list)):
         calibration = load_inputs(calibration, "--calibration")
+    if isinstance(calibration, list) and not calibration:
+        raise InputError("calibration is an empty list: give calibration inputs, or None for "
+                         "random ones")
+    if calibration is None:
+        from dcoc.runtime.quantize import calibration_inputs
+
+        calibration_inputs({}, {}, calibration_samples, 0, warn=False)  # checks the count
     if progress:
         print(f"dcoc: loading {model}", file=sys.stderr)
     s = Session(model, hardware, schedules, calibration=calibration,
@@ -499,6 +530,9 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
                 input_shapes=input_shapes, seed=seed, build=False)
     if inputs is not None:  # check them before the expensive part
         samples = s.samples(inputs)
+        from dcoc.runtime.quantize import check_values
+
+        check_values(samples, "--inputs")
         arrays = load_inputs(inputs)
         stacked = any(arrays[n].ndim == len(s.shapes[n]) + 1 for n in s.names)
     if progress:
@@ -556,7 +590,7 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
         if not outs:
             return []
         if stacked:
-            return [np.stack([o[i] for o in outs]) for i in range(len(outs[0]))]
+            return [_stack_samples([o[i] for o in outs], i) for i in range(len(outs[0]))]
         return list(outs[0])
 
     latency = sum(r["ms"] for r in rows)
@@ -567,6 +601,18 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
         latency_ms=latency if math.isfinite(latency) else float("nan"), layers=rows,
         cpu_layers=s.cpu_rows(), samples=len(samples), quantization=s.quant_rows(),
         wall_seconds=dict(s.wall), notes=list(s.notes))
+
+
+def _stack_samples(arrays: list, index: int) -> np.ndarray:
+    """One output of several samples stacked on a new leading axis; a one-line
+    InputError when its shape depends on the data (e.g. after NonZero)."""
+    shapes = {tuple(np.shape(a)) for a in arrays}
+    if len(shapes) > 1:
+        shown = ", ".join("x".join(map(str, s)) or "scalar" for s in sorted(shapes)[:3])
+        raise InputError(f"output {index} of the model has a size that depends on the input data "
+                         f"(shapes {shown} across the samples), so the samples cannot be stacked: "
+                         "run them one at a time (one sample per --inputs file)")
+    return np.stack(arrays)
 
 
 def vta_runner(result, calibration=None, input_shapes: dict | None = None):
@@ -580,11 +626,14 @@ def vta_runner(result, calibration=None, input_shapes: dict | None = None):
 
     def runner(inputs: dict) -> list:
         samples = split_samples(load_inputs(inputs), s.shapes, s.dtypes, "inputs")
+        from dcoc.runtime.quantize import check_values
+
+        check_values(samples, "inputs")
         outs = [s.infer(smp, "sim") for smp in samples]
         if len(samples) == 1 and all(np.asarray(inputs[n]).shape == tuple(s.shapes[n])
                                      for n in s.names):
             return outs[0]
-        return [np.stack([o[i] for o in outs]) for i in range(len(outs[0]))]
+        return [_stack_samples([o[i] for o in outs], i) for i in range(len(outs[0]))]
 
     runner.session = s
     return runner

@@ -163,6 +163,18 @@ class FunctionMeasurer(Measurer):
 
     def __init__(self, fn: Callable, n_workers: int | None = 0, timeout: float = 60.0):
         self.fn = fn
+        cap = 4 * (os.cpu_count() or 1)
+        if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(n_workers, int)
+                                      or not 0 <= n_workers <= cap):
+            from dcoc.errors import DcocError
+
+            raise DcocError(f"n_workers must be an integer in 0..{cap} (0 = in-process, at most "
+                            f"4 x the CPU cores), got {n_workers!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+                or not math.isfinite(timeout) or timeout <= 0:
+            from dcoc.errors import DcocError
+
+            raise DcocError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
         self.n_workers = (os.cpu_count() or 1) if n_workers is None else int(n_workers)
         self.timeout = float(timeout)
         self.n_parallel = max(1, self.n_workers)

@@ -8,7 +8,16 @@ One line per trial::
 
 Lines are appended and flushed (and fsync'ed) after every batch, so a killed run loses at
 most the batch in flight.  A partially written last line (the process died mid-write) is
-ignored on load and cut off before the next append.
+ignored on load and cut off before the next append; a complete last line that only lacks
+its newline counts and gets the newline.
+
+Every line is checked before it counts (:func:`record_problem`): a JSON object with the
+record fields, a valid one with a finite cost > 0 that is physically possible (for an
+accelerator target whose hardware name and workload can be read back: not below the
+compute bound, one full GEMM tile per cycle).
+Lines that fail (foreign, forged, corrupt, nested too deeply) are skipped and reported
+once per file (count and first problem) on stderr; they are never chosen as best.  A
+file with no record at all is refused (:class:`RecordsError`).
 
 Records for different hardware never mix: every query takes the hardware name, and
 ``hw`` is part of every key.
@@ -18,9 +27,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from typing import Iterable, Iterator
 
 from dcoc.errors import RecordsError
+
+_warned: set = set()
 
 
 def _match(rec: dict, **filters) -> bool:
@@ -36,8 +48,15 @@ class Records:
     def __init__(self, path: str | os.PathLike | None = None):
         self.path = os.fspath(path) if path is not None else None
         self.rows: list[dict] = []
+        #: lines of the file that were not counted: [(line number, why)]
+        self.skipped: list[tuple[int, str]] = []
         if self.path and os.path.exists(self.path):
-            self.rows = list(_read(self.path))
+            self.rows = list(_read(self.path, self.skipped))
+            if self.skipped and (self.path, len(self.skipped)) not in _warned:
+                _warned.add((self.path, len(self.skipped)))  # once per file and count
+                n, why = self.skipped[0]
+                print(f"dcoc: warning: {self.path}: {len(self.skipped)} line(s) skipped, not "
+                      f"valid records (first: line {n}: {why})", file=sys.stderr)
 
     # ------------------------------------------------------------------ write
     def append(self, rows: Iterable[dict]) -> None:
@@ -51,12 +70,16 @@ class Records:
         d = os.path.dirname(self.path)
         if d:
             os.makedirs(d, exist_ok=True)
-        _repair_tail(self.path)
-        with open(self.path, "a", encoding="utf-8") as f:
-            for r in rows:
-                f.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        data = "".join(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n"
+                       for r in rows).encode("utf-8")
+        try:
+            _repair_tail(self.path)
+            _append_whole(self.path, data)
+        except OSError as exc:
+            del self.rows[-len(rows):]
+            raise RecordsError(f"cannot append to records file {self.path}: "
+                               f"{exc.strerror or exc} (the records already written are "
+                               "intact; free space and rerun the same command to resume)") from None
 
     def log(self, task, inputs, results, tuner: str = "", seed=None, first_trial: int = 0) -> list[dict]:
         """Turn measured (MeasureInput, MeasureResult) pairs into rows and append them."""
@@ -160,7 +183,25 @@ def _jsonable(info: dict) -> dict:
     return out
 
 
-def _read(path: str) -> Iterator[dict]:
+def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
+    """(record, None) or (None, why it is not one)."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError:
+        return None, "not a JSON record"
+    except RecursionError:
+        return None, "JSON nested too deeply"
+    problem = record_problem(rec)
+    if problem:
+        return None, f"not a tuning record ({problem})"
+    return rec, None
+
+
+def _read(path: str, skipped: list | None = None) -> Iterator[dict]:
     try:
         with open(path, "rb") as f:
             lines = f.read().split(b"\n")
@@ -169,32 +210,31 @@ def _read(path: str) -> Iterator[dict]:
     except OSError as exc:
         raise RecordsError(f"cannot read records file {path}: {exc.strerror or exc}") from None
     last = len(lines)  # a file ending in "\n" has an empty last piece
+    floors: dict = {}
+    bad: list = [] if skipped is None else skipped
+    good = 0
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
-        truncated = n == last  # no newline after it: possibly cut by a crash mid-write
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            if truncated:
-                return
-            raise RecordsError(f"{path}:{n}: not UTF-8 text (not a records file?)") from None
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            if truncated:
-                return  # truncated by a crash mid-write: the batch in flight is lost
-            raise RecordsError(f"{path}:{n}: not a JSON record") from None
-        problem = record_problem(rec)
-        if problem:
-            raise RecordsError(f"{path}:{n}: not a tuning record ({problem})")
-        yield rec
+        rec, why = _parse_line(raw)
+        if rec is not None:
+            why = _impossible(rec, floors)
+        if why is None:
+            good += 1
+            yield rec
+        elif n == last and rec is None:
+            return  # cut by a crash mid-write: the batch in flight is lost
+        else:
+            bad.append((n, why))
+    if bad and not good:
+        n, why = bad[0]
+        raise RecordsError(f"{path}:{n}: {why}")
 
 
 def record_problem(rec) -> str | None:
     """Why ``rec`` is not a tuning record (None when it is one): a JSON object with a
     string ``task``, an ``hw`` (string, or null for tasks without hardware), a ``knobs``
-    object, and a finite number ``cost`` when ``valid`` is true."""
+    object, and a finite number ``cost`` > 0 when ``valid`` is true."""
     if not isinstance(rec, dict):
         what = "null" if rec is None else type(rec).__name__
         if isinstance(rec, list) and len(rec) == 2 and isinstance(rec[0], int):
@@ -207,22 +247,103 @@ def record_problem(rec) -> str | None:
         return "no 'hw' (a hardware name, or null for tasks without one)"
     if not isinstance(rec.get("knobs"), dict):
         return "no 'knobs' object"
+    if "target" in rec and rec["target"] is not None and not isinstance(rec["target"], str):
+        return "a 'target' that is not a string"
     if rec.get("valid"):
         c = rec.get("cost")
-        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c < 0:
-            return "a valid record without a finite 'cost'"
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c <= 0:
+            return "a valid record without a finite cost > 0"
     return None
 
 
+def _impossible(rec: dict, floors: dict) -> str | None:
+    """Why a well-formed record cannot be true (None: plausible, or nothing to check): a
+    cost below the compute bound of its workload on its hardware (a forged record)."""
+    target, hw = rec.get("target"), rec.get("hw")
+    if not target or not hw:
+        return None
+    key = (target, rec["task"], hw)
+    if key not in floors:
+        floors[key] = _cost_floor(target, rec, hw)
+    floor = floors[key]
+    if floor is not None and rec.get("valid") and rec["cost"] < floor * (1 - 1e-6):
+        return (f"cost {rec['cost']:.3g} s is below the compute bound {floor:.3g} s of "
+                f"{rec.get('task_name') or rec['task']} on {hw}")
+    return None
+
+
+def _cost_floor(target: str, rec: dict, hw: str):
+    """The compute bound (s) of ``rec``'s workload on ``hw``; None when it cannot be told
+    (an unknown target, a hardware name or workload this version cannot read)."""
+    try:
+        from dcoc.targets import available, get
+
+        if target not in available():
+            return None
+        tg = get(target)
+    except Exception:  # noqa: BLE001 - no target registry: nothing to check
+        return None
+    try:
+        h = tg.parse_hw(hw)
+    except Exception:  # noqa: BLE001 - a name this version cannot read: nothing to check
+        return None
+    try:
+        layer = tg.layer_from_record({k: v for k, v in rec.items() if k != "info"})
+        if layer is None:
+            return None
+        floor = float(tg.ideal_seconds(layer, h))
+        return floor if math.isfinite(floor) and floor > 0 else None
+    except Exception:  # noqa: BLE001 - best effort
+        return None
+
+
+def _append_whole(path: str, data: bytes) -> None:
+    """Append ``data`` and fsync; if any of it cannot be written (disk full, file-size
+    limit), cut the file back to where it was: no partial batch is left behind."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        start = os.lseek(fd, 0, os.SEEK_END)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        except OSError:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(fd)
+
+
 def _repair_tail(path: str) -> None:
-    """Cut a partial last line (left by a crash mid-write) before appending."""
+    """Before appending: a last line without its newline is completed when it is a record
+    (it was counted on load), else cut (left by a crash mid-write)."""
     if not os.path.exists(path) or os.path.getsize(path) == 0:
         return
     with open(path, "rb+") as f:
         f.seek(-1, os.SEEK_END)
         if f.read(1) == b"\n":
             return
-        f.seek(0)
-        data = f.read()
-        cut = data.rfind(b"\n") + 1
-        f.truncate(cut)
+        size = f.seek(0, os.SEEK_END)
+        back = min(size, 1 << 20)
+        f.seek(size - back)
+        tail = f.read()
+        nl = tail.rfind(b"\n")
+        if nl < 0 and back < size:  # a last line over 1 MiB: not a record
+            f.seek(0)
+            data = f.read()
+            nl = data.rfind(b"\n")
+            cut = nl + 1
+            f.truncate(cut)
+            return
+        piece = tail[nl + 1:]
+        rec, _ = _parse_line(piece)
+        if rec is not None:
+            f.seek(0, os.SEEK_END)
+            f.write(b"\n")
+        else:
+            f.truncate(size - len(piece))

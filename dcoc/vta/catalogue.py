@@ -40,7 +40,7 @@ def resnet18_layer(name: str):
     """The Conv2DWorkload of ResNet-18 layer ``C2`` .. ``C11``."""
     from dcoc.errors import DcocError
 
-    key = name.upper()
+    key = name.upper() if isinstance(name, str) else None
     if key not in RESNET18_CONV:
         raise DcocError(f"unknown ResNet-18 layer '{name}'; choose from {', '.join(RESNET18_CONV)}")
     h, ci, co, k, s, _ = RESNET18_CONV[key]

@@ -70,6 +70,8 @@ def simulate(wl, hw, knobs, data=None, weight=None, bias=None, residual=None,
     """
     hw = _hw(hw)
     tp = timing or DEFAULT_TIMING
+    if not isinstance(tp, TimingParams):
+        raise WorkloadError(f"timing must be a TimingParams or None, got {type(tp).__name__}")
     if not isinstance(wl, (Conv2DWorkload, DenseWorkload)):
         raise WorkloadError(f"simulate expects a Conv2DWorkload or DenseWorkload, got "
                             f"{type(wl).__name__}")

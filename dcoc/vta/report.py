@@ -173,6 +173,16 @@ def simulate_model(tasks: Iterable, hw: HWConfig, knobs: Mapping[str, dict] | No
     ``knobs``: ``{task.name: knobs}`` -- missing tasks use :func:`default_knobs`.
     Invalid knobs do not raise: the layer is reported ``valid=False`` with the reason.
     """
+    from dcoc.errors import ConfigError
+
+    if not all(hasattr(hw, a) for a in ("batch", "block_in", "block_out", "freq_mhz")):
+        raise ConfigError(f"simulate_model: hw must be an HWConfig, got {type(hw).__name__}")
+    if isinstance(tasks, (str, bytes)) or not hasattr(tasks, "__iter__"):
+        raise WorkloadError(f"simulate_model: tasks must be a list of tasks (e.g. from "
+                            f"tvm_plugin.frontend.model_tasks), got {type(tasks).__name__}")
+    if knobs is not None and not isinstance(knobs, Mapping):
+        raise WorkloadError(f"simulate_model: knobs must map task names to knob dicts, got "
+                            f"{type(knobs).__name__}")
     knobs = dict(knobs or {})
     rep = ModelReport(hw=hw, model=getattr(tasks, "model", "") or "")
     extra_cpu = list(cpu_ops if cpu_ops is not None else getattr(tasks, "cpu_ops", []) or [])

@@ -335,9 +335,19 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _check_space_args(wl, hw, kind) -> None:
+    from dcoc.errors import ConfigError
+
+    if not isinstance(wl, kind):
+        raise WorkloadError(f"expected a {kind.__name__}, got {type(wl).__name__}")
+    if not all(hasattr(hw, a) for a in ("batch", "block_in", "block_out")):
+        raise ConfigError(f"expected a hardware config (an HWConfig), got {type(hw).__name__}")
+
+
 def conv2d_space(wl: Conv2DWorkload, hw) -> dict[str, list[int]]:
     """Every conv2d knob's ordered choices: ``tile_h``, ``tile_w``, ``tile_ci``, ``tile_co``,
     ``oc_nthread``, ``h_nthread`` (ResNet-18 C2 on 1x16x16: 8*8*3*3*2*2 = 2304 points)."""
+    _check_space_args(wl, hw, Conv2DWorkload)
     return {
         "tile_h": divisors(wl.out_height),
         "tile_w": divisors(wl.out_width),
@@ -350,6 +360,7 @@ def conv2d_space(wl: Conv2DWorkload, hw) -> dict[str, list[int]]:
 
 def dense_space(wl: DenseWorkload, hw) -> dict[str, list[int]]:
     """Every dense knob's ordered choices: ``tile_b``, ``tile_ci``, ``tile_co``, ``oc_nthread``."""
+    _check_space_args(wl, hw, DenseWorkload)
     return {
         "tile_b": divisors(_ceil(wl.batch, hw.batch)),
         "tile_ci": divisors(_ceil(wl.in_features, hw.block_in)),

@@ -1,3 +1,5 @@
+import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -37,9 +39,71 @@ def test_truncated_tail_is_tolerated_and_repaired(tmp_path):
     assert [r["cost"] for r in Records.load(p)] == [1.0, 0.5]
     with open(p, "a") as f:
         f.write("garbage\n")
-    with pytest.raises(RecordsError, match=r"r.jsonl:3: not a JSON record"):
-        Records.load(p)
+    db = Records.load(p)  # a corrupt line in the middle: skipped and reported
+    assert len(db) == 2 and db.skipped == [(3, "not a JSON record")]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("garbage\nmore garbage\n")  # nothing but bad lines: not a records file
+    with pytest.raises(RecordsError, match=r"bad.jsonl:1: not a JSON record"):
+        Records.load(bad)
 
+
+def test_complete_last_line_without_newline_is_kept(tmp_path):
+    p = tmp_path / "r.jsonl"
+    Records(p).append([{"task": "t", "hw": "h", "knobs": {}, "valid": True, "cost": 1.0, "trial": 0}])
+    with open(p, "a") as f:
+        f.write('{"task": "t", "hw": "h", "knobs": {}, "valid": true, "cost": 0.5, "trial": 1}')
+    assert [r["trial"] for r in Records.load(p)] == [0, 1]  # counted ...
+    Records(p).append([{"task": "t", "hw": "h", "knobs": {}, "valid": True, "cost": 0.7, "trial": 2}])
+    assert [r["trial"] for r in Records.load(p)] == [0, 1, 2]  # ... and never cut away
+
+
+def test_forged_and_foreign_lines_are_skipped_never_best(tmp_path, capsys):
+    from dcoc.vta import HWConfig
+    from dcoc.vta.catalogue import resnet18_layer
+    from dcoc.vta.spaces import vta_task
+
+    hw = HWConfig.preset("pynq")
+    task = vta_task(resnet18_layer("C2"), hw)
+    row = {"task": task.workload_key, "task_name": task.name, "target": "vta", "hw": hw.name,
+           "knobs": {}, "valid": True, "error_no": 0, "trial": 0}
+    p = tmp_path / "r.jsonl"
+    lines = [dict(row, cost=9e-3), dict(row, cost=1e-12, trial=1),  # forged: 1e-12 s
+             dict(row, cost=-1.0, trial=2), dict(row, cost=0, trial=3)]
+    p.write_text("".join(json.dumps(r) + "\n" for r in lines)
+                 + "[" * 100000 + "]" * 100000 + "\n"  # nested too deeply for json
+                 + '{"task": "t", "hw": "h", "knobs": {}, "valid": true, "cost": "NaN"}\n')
+    db = Records.load(p)
+    assert [r["trial"] for r in db] == [0]
+    assert [n for n, _ in db.skipped] == [2, 3, 4, 5, 6]
+    assert "below the compute bound" in db.skipped[0][1] and "nested" in db.skipped[3][1]
+    assert db.best(task.workload_key, hw=hw.name)["cost"] == 9e-3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "5 line(s) skipped" in err
+
+
+def test_disk_full_keeps_the_records_intact(tmp_path, monkeypatch):
+    import errno
+
+    p = tmp_path / "r.jsonl"
+    db = Records(p)
+    db.append([{"task": "t", "hw": "h", "knobs": {}, "valid": True, "cost": 1.0}])
+    before = p.read_bytes()
+    ino = os.stat(p).st_ino
+    real_write = os.write
+
+    def full_write(fd, data):  # half a batch reaches the file, then the disk is full
+        if os.fstat(fd).st_ino != ino:
+            return real_write(fd, data)
+        if len(data) > 1:
+            return real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full_write)
+    with pytest.raises(RecordsError, match="No space left on device.*intact"):
+        db.append([{"task": "t", "hw": "h", "knobs": {}, "valid": True, "cost": c} for c in (2.0, 3.0)])
+    monkeypatch.undo()
+    assert p.read_bytes() == before
+    assert len(db) == 1 and len(Records.load(p)) == 1
 
 def test_merge(tmp_path):
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
