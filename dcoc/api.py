@@ -360,7 +360,8 @@ def _layer_rows(layers, hw, session) -> list[dict]:
             "knobs": knobs, "ms": cost * 1e3, "cycles": tg.cycles(cost, hw),
             "gops": 2 * layer.workload.macs / cost / 1e9,
             "utilization": layer.ideal_seconds(hw) / cost,
-            "roofline": tg.roofline(layer, hw, cost),
+            "roofline": tg.roofline(layer, hw, cost), "total_ms": cost * layer.count * 1e3,
+            "epilogue": tg.describe_epilogue(layer),
         })
     return rows
 

@@ -300,6 +300,10 @@ class ScheduleHalf:
         """A knob value of ``src_hw`` in the units of ``hw`` (tiles counted in core blocks)."""
         return value
 
+    def describe_epilogue(self, layer: Layer) -> str:
+        """The layer's fused epilogue in words for the per-layer tables ("" if none)."""
+        return ""
+
     def model_epilogue(self):
         """The ``Layer.epilogue`` of a model layer when none is given (None: no such notion)."""
         return None

@@ -152,6 +152,11 @@ class VTATarget(Target):
 
         return MODEL_EPILOGUE
 
+    def describe_epilogue(self, layer):
+        from dcoc.vta.report import epilogue_label
+
+        return epilogue_label(_epilogue(layer.epilogue))
+
     def workload_key(self, layer):
         from dcoc.vta.spaces import workload_key
 
@@ -326,7 +331,11 @@ def layer_from_record(r: dict, tg):
         if macs is not None:
             cands = [c for c in cands if abs(c.macs - macs) <= 1e-3 * macs] or cands[:1]
         kind = "conv2d"
-    for ep in (tg.model_epilogue(), "default"):
+    from dcoc.vta.report import layer_epilogue
+
+    eps = [tg.model_epilogue()] + [layer_epilogue(b, r) for b, r in ((True, True), (False, False),
+                                                                    (False, True))]
+    for ep in eps + ["default"]:
         layer = Layer(r.get("task_name") or cands[0].name, cands[0], 1, kind, epilogue=ep)
         if layer.key == key:
             return layer
