@@ -198,7 +198,6 @@ def _conv_estimate(wl, hw, k, nops: int = 4) -> float:
 
 def _default_conv(wl, hw, space, epilogue=DEFAULT_EPILOGUE):
     best = None
-    nops = len(epilogue.alu_ops()) if epilogue is not None else 0
     cob = space["tile_co"][-1]
     # padded inputs need one DMA per input-channel block (TVM even rejects tile_ci > 1),
     # so only unpadded convs consider larger tile_ci
@@ -210,7 +209,7 @@ def _default_conv(wl, hw, space, epilogue=DEFAULT_EPILOGUE):
                 continue  # a thread without work
             k = {"tile_h": th, "tile_w": tw, "tile_ci": tci, "tile_co": tco,
                  "oc_nthread": ocn, "h_nthread": hn}
-            cost = _conv_estimate(wl, hw, k, nops)
+            cost = _conv_estimate(wl, hw, k)
             if best is not None and cost >= best[0]:
                 continue
             if _fits(wl, hw, k, epilogue):
@@ -218,7 +217,7 @@ def _default_conv(wl, hw, space, epilogue=DEFAULT_EPILOGUE):
     if best is None:
         for vals in _iter_space(space):
             if _fits(wl, hw, vals, epilogue):
-                cost = _conv_estimate(wl, hw, vals, nops)
+                cost = _conv_estimate(wl, hw, vals)
                 if best is None or cost < best[0]:
                     best = (cost, vals)
     if best is None:
