@@ -148,7 +148,7 @@ def test_cli_simulate_bad_knobs_files(fake_frontend, capsys, tmp_path):
     assert "not valid JSON" in capsys.readouterr().err
     bad.write_text("[1, 2]")
     assert cli.main(["simulate", "resnet18", "--knobs", str(bad)]) == 2
-    assert "must map task names" in capsys.readouterr().err
+    assert "must map layer names" in capsys.readouterr().err
     bad.write_text(json.dumps({"nope": {"tile_h": 1}}))
     assert cli.main(["simulate", "resnet18", "--knobs", str(bad)]) == 2
     assert "unknown task" in capsys.readouterr().err
