@@ -270,7 +270,7 @@ def test_fixed_hardware_with_the_dcoc_tuner(tmp_path):
 
 def test_fixed_hardware_takes_the_board_clock(tmp_path):
     """A config name without a clock means the board's clock and bus, as in co-design."""
-    res = dcoc.tune("resnet18", target="vta", board="ultra96", trials=12, tuner="random",
+    res = dcoc.tune("resnet18", target="vta", board="ultra96", trials=16, tuner="random",
                     work_dir=str(tmp_path), hardware="1x16x16_i8w8a32_15_15_18_17", n_workers=0)
     assert (res.hardware.freq_mhz, res.hardware.bus_bytes) == (333.0, 16)
 
@@ -365,7 +365,7 @@ def test_default_work_dir_is_found_again(tmp_path, monkeypatch):
                   hardware="pynq")
     assert c.work_dir == os.path.join("dcoc_runs", "resnet18_vta_pynq_hw-1x16x16_i8w8a32_15_15_18_17_random_s4")
     assert c.extra["replayed_trials"] == 0
-    d = dcoc.tune("resnet18", target="vta", trials=12, tuner="dcoc:select=topk", seed=4,
+    d = dcoc.tune("resnet18", target="vta", trials=16, tuner="dcoc:select=topk", seed=4,
                   n_workers=0, board="ultra96", hardware="1x16x16_i8w8a32_15_15_18_17")
     assert d.work_dir == os.path.join(
         "dcoc_runs", "resnet18_vta_ultra96_hw-1x16x16_i8w8a32_15_15_18_17_333MHz_bus16_dcoc-select-topk_s4")
