@@ -98,7 +98,7 @@ BAD = {
     "hw_clock": (["tune", "resnet18", "--hardware", "zcu104", "--trials", "20"],
                  "clock 333 MHz > 100 MHz of pynq", False),
     "hw_garbage": (["tune", "resnet18", "--hardware", "big"], "cannot parse HW config 'big'", False),
-    "too_few_trials": (["tune", "resnet18", "--trials", "5"], "trials must be >= 11, got 5", False),
+    "too_few_trials": (["tune", "resnet18", "--trials", "5"], "trials must be >= 15, got 5", False),
     "bad_target": (["tune", "resnet18", "--target", "fpga", "--trials", "20"], "unknown target 'fpga'", False),
     "task_workload": (["tune-task", "C99", "--trials", "5"], "bad workload 'C99'", False),
     "task_tuner": (["tune-task", "C2", "--tuner", "autotvm"], "unknown tuner 'autotvm'", False),
