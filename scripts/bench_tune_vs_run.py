@@ -109,7 +109,7 @@ def table(rows: list[dict]) -> str:
     return render_table(
         ["model", "board", "trials", "tune ms", "run ms", "run vs tune", "adapted", "bit-exact"],
         [[r["model"], r["board"], r["trials"], f"{r['tune_ms']:.3f}", f"{r['run_ms']:.3f}",
-          f"{r['diff_pct']:+.2f}%", r["adapted"], "yes" if r["bit_exact"] else "NO"]
+          f"{round(r['diff_pct'], 2) + 0.0:+.2f}%", r["adapted"], "yes" if r["bit_exact"] else "NO"]
          for r in rows], {2, 3, 4, 5, 6})
 
 
