@@ -29,6 +29,10 @@ class Task:
     weight: number of occurrences in the model.
     macs: multiply-accumulates of one occurrence (0 if unknown).
     device: ``"vta"`` / ``"cpu"`` for the VTA target, the target kind otherwise.
+    epilogues: VTA tasks: the fused epilogue of each occurrence, grouped --
+        ``[{"bias": bool, "residual": bool, "count": n}, ...]`` (counts sum to ``weight``);
+        occurrences that differ in it are tuned as separate layers
+        (:func:`dcoc.vta.report.model_layers`).  Empty: unknown (a bias, no residual).
     ms_task: the MetaSchedule ``ExtractedTask`` (llvm/cuda targets only).
     """
 
@@ -38,6 +42,7 @@ class Task:
     weight: int = 1
     macs: int = 0
     device: str = "cpu"
+    epilogues: list = field(default_factory=list, compare=False)
     ms_task: Any = field(default=None, repr=False, compare=False)
 
     @property

@@ -140,8 +140,27 @@ def section_simulator(img: str) -> tuple[str, dict]:
         if "seconds" in r:
             md += ["", f"Exhaustive evaluation of {r['workload']} ({r['space']} points, {r['valid']} valid): "
                        f"**{r['seconds']:.1f} s** on one core (target < 30 s)."]
+    tvr = _tune_vs_run(md)
+    wall = time.perf_counter() - t0
     md.append(f"\n_Section wall time {wall:.0f} s._\n")
-    return "\n".join(md), {"calibration": cal, "speed": speed}
+    return "\n".join(md), {"calibration": cal, "speed": speed, "tune_vs_run": tvr}
+
+
+def _tune_vs_run(md: list) -> list:
+    """Tune vs run rows (scripts/bench_tune_vs_run.py) appended to ``md``."""
+    from scripts import bench_tune_vs_run
+
+    rows = bench_tune_vs_run.run(trials=100, seed=0, input_size=64)
+    md += ["", "**Tune vs run** (`python -m scripts.bench_tune_vs_run --input-size 64`: seed 0, "
+               "100 trials, zoo models at 64x64; the latency `dcoc tune` reports vs the one "
+               "`dcoc run` measures for the same result; must agree within 1% with no layer "
+               "re-tiled):", "",
+           _md_table(["model", "board", "tuned hardware", "tune ms", "run ms", "run vs tune",
+                      "adapted", "bit-exact"],
+                     [[r["model"], r["board"], r["hardware"], f"{r['tune_ms']:.3f}",
+                       f"{r['run_ms']:.3f}", f"{round(r['diff_pct'], 2) + 0.0:+.2f}%", r["adapted"],
+                       "yes" if r["bit_exact"] else "NO"] for r in rows])]
+    return rows
 
 
 def _plot_sw(res: dict, img: str) -> list[str]:

@@ -18,9 +18,13 @@ DESCRIPTION = """\
 Extract MODEL's tasks for the VTA target, compile every conv2d/dense layer that VTA runs
 with its default schedule (or the knobs given with --knobs) for the hardware config, and
 simulate it on dcoc's VTA model (cycle-level: load/compute/store modules, dependency
-tokens, shared DRAM port; see docs/vta.md).  Prints one row per distinct layer (cycles,
-time, count in the model, GOPS, utilization, schedule), the end-to-end accelerator time
-(sum of count x time), and the layers that stay on the CPU with their counts.
+tokens, shared DRAM port; see docs/vta.md).  A layer is a workload with its fused
+epilogue (bias, residual add, rounding, clip): a workload that occurs with and without a
+residual is two layers (the second named ..._res).  Prints one row per layer (count,
+cycles, time, GOPS, roofline = the fraction of the layer's compute/bandwidth bound
+reached, epilogue, schedule) -- the table `dcoc run` prints --, the end-to-end
+accelerator time (sum of count x time, what `dcoc tune` reports and `dcoc run`
+measures), and the layers that stay on the CPU with their counts.
 
 --board picks the FPGA (pynq, ultra96, zcu104): its clock, bus width and default config;
 --hardware overrides the config with a preset (pynq, pynq_4x8, ultra96, zcu104) or a name such
@@ -43,8 +47,8 @@ def add_arguments(parser) -> None:
                                   "name like 1x16x16_i8w8a32_15_15_18_17 (default: the board's)",
                           metavar="PRESET_OR_NAME")
     parser.add_argument("--knobs", default=None, metavar="FILE.json",
-                        help="JSON {task name: {knob: value}} to use instead of default "
-                             "schedules for some layers")
+                        help="JSON {layer name: {knob: value}} (or a `dcoc tune --json` "
+                             "result) to use instead of default schedules for some layers")
     add_output_arguments(parser, "the report", progress=False)
 
 
@@ -76,8 +80,11 @@ def _load_knobs(path: str | None) -> dict:
         raise ConfigError(f"--knobs file {path} is not UTF-8 text (not a JSON file?)") from None
     except RecursionError:
         raise ConfigError(f"--knobs file {path} nests JSON too deeply") from None
+    if isinstance(data, dict) and isinstance(data.get("schedules"), dict):
+        data = data["schedules"]  # a `dcoc tune --json` result
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise ConfigError(f"--knobs file {path} must map task names to knob dicts")
+        raise ConfigError(f"--knobs file {path} must map layer names to knob dicts (or be a "
+                          "dcoc tune result JSON)")
     return data
 
 
@@ -91,7 +98,10 @@ def run(args) -> int:
     from tvm_plugin.frontend import model_tasks  # lazy: only this step needs TVM
 
     tasks = model_tasks(args.model, target="vta", input_shapes=shapes)
-    unknown = sorted(set(knobs) - {t.name for t in tasks})
+    from dcoc.vta.report import model_layers
+
+    names = {t.name for t in tasks} | {ly.name for ly in model_layers(tasks)[0]}
+    unknown = sorted(set(knobs) - names)
     if unknown:
         raise ConfigError(f"--knobs names unknown task(s): {', '.join(unknown)}")
     report = simulate_model(tasks, hw, knobs)

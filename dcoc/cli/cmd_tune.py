@@ -223,12 +223,18 @@ def summary(res) -> str:
 
     out = []
     if is_accelerator(res.target):
-        rows = [[r["layer"], r["count"], f"{r['cycles']:,}", f"{r['ms']:.3f}", f"{r['gops']:.1f}",
-                 f"{100 * r['utilization']:.0f}%", r.get("device", res.target)] for r in res.layers]
-        # CPU layers: their host-timed total is the "cpu layers" line (per layer: result.json)
-        rows += [[c["layer"], c["count"], "-", "-", "-", "-", "cpu"] for c in res.cpu_layers]
-        out.append(render_table(["layer", "count", "cycles", "ms", "GOPS", "util", "device"], rows,
-                                right={1, 2, 3, 4, 5}))
+        from dcoc.vta.report import layer_table  # the table dcoc simulate / dcoc run print
+
+        out.append(layer_table([{**r, "kind": r.get("kind", ""),
+                                 "total_ms": r.get("total_ms", r["ms"] * r["count"]),
+                                 "roofline": r.get("roofline", r.get("utilization", 0.0)),
+                                 "epilogue": r.get("epilogue", "")} for r in res.layers]))
+        if res.cpu_layers:
+            out.append("")
+            out.append("on the CPU (their host-timed total is the 'cpu layers' line):")
+            out.append(render_table(["layer", "kind", "count"],
+                                    [[c["layer"], c.get("kind", ""), c["count"]]
+                                     for c in res.cpu_layers], right={2}))
         out.append("")
         out.append(f"hardware    {get(res.target).describe_hw(res.hardware, res.board)}")
     else:

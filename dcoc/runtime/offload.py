@@ -12,12 +12,19 @@ and its constants; the packed function TVM calls at run time hands the int8 inpu
   event simulator), or
 * ``backend="ref"``: the independent integer reference :mod:`dcoc.runtime.intref`.
 
+Each call site is one of the model's tuned layers (:func:`dcoc.vta.report.model_layers`:
+a task with one fused epilogue), and runs that layer's schedule -- the one the tuner timed
+with the same epilogue, so it fits as tuned.  On the simulator backend every call is also
+computed by the reference on the *same* inputs and compared (``mismatches``), so a
+difference is pinned to the layer that makes it, even when later layers hide it.
+
 A layer whose schedule does not compile for the hardware is refused (the reason is
 kept) and stays on the CPU.
 """
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,10 +87,17 @@ class VTAKernel:
     epilogue: object
     owner: "Offload" = field(repr=False, default=None)
     note: str | None = None
+    task: str = ""
+    pad_bias: bool = False
+    adapted: bool = False
+    site: int = 0
     calls: int = 0
     cycles: int = 0
     seconds: float = 0.0
     wall: float = 0.0
+    mismatches: int = 0
+    compared: int = 0
+    max_diff: int = 0
 
     # ------------------------------------------------------------------ run
     def __call__(self, *arrays) -> np.ndarray:
@@ -93,7 +107,25 @@ class VTAKernel:
             self.owner.progress(self, backend)
         out = self._sim(*arrays) if backend == "sim" else self._ref(*arrays)
         self.wall += time.perf_counter() - t0
+        if backend == "sim" and (self.owner is None or self.owner.check):
+            self._check(out, self._ref(*arrays))
         return out
+
+    def _check(self, out, ref) -> None:
+        """Compare this call's simulator output with the reference on the same inputs."""
+        out, ref = np.asarray(out), np.asarray(ref)
+        self.compared += 1
+        if out.shape != ref.shape:
+            n, d = max(out.size, ref.size), -1
+        else:
+            diff = out.astype(np.int64) - ref.astype(np.int64)
+            n = int(np.count_nonzero(diff))
+            d = int(np.max(np.abs(diff))) if n else 0
+        if n:
+            self.mismatches += n
+            self.max_diff = d if d < 0 else max(self.max_diff, d)
+            if self.owner is not None and self.owner.first_mismatch is None:
+                self.owner.first_mismatch = self
 
     def _inputs(self, arrays):
         sp = self.spec
@@ -113,6 +145,10 @@ class VTAKernel:
         data, other, residual = self._inputs(arrays)
         hw = self.owner.hw
         bias = sp["bias"]
+        if bias is None and self.pad_bias:  # the tuned layer has a bias: add zeros (exact)
+            co = self.workload.out_channels if sp["kind"] == "conv2d" else \
+                self.workload.out_features
+            bias = np.zeros(co, np.int32)
         if sp["kind"] == "conv2d":
             r = simulate(self.workload, hw, self.knobs, data=data, weight=sp["weight"],
                          bias=bias, residual=residual, epilogue=self.epilogue)
@@ -177,11 +213,16 @@ class Offload:
     """
 
     def __init__(self, hw, schedules: dict | None, tasks, progress=None):
+        from dcoc.vta.report import model_layers
+
         self.hw = hw
         self.schedules = dict(schedules or {})
         self.tasks = tasks
+        self.layers = model_layers(tasks)[0]
         self.backend = "sim"
         self.progress = progress
+        self.check = True
+        self.first_mismatch: VTAKernel | None = None
         self.kernels: list[VTAKernel] = []
         self.refused: list[tuple[str, str, str]] = []
         self._adapted: dict = {}
@@ -199,6 +240,18 @@ class Offload:
         wl = spec["workload"]
         return DenseWorkload(batch=wl["m"], in_features=wl["k"], out_features=wl["n"])
 
+    def _layer(self, task, bias: bool, residual: bool):
+        """``(model layer, pad_bias)``: the tuned layer of ``task`` with this epilogue; a
+        bias-less call runs a layer with a bias as a zero bias (same result, the tuned
+        timing); ``(None, False)`` if the tuner saw no such layer."""
+        from dcoc.vta.report import find_layer
+
+        ml = find_layer(self.layers, task.name, bias, residual)
+        if ml is None and not bias:
+            ml = find_layer(self.layers, task.name, True, residual)
+            return ml, ml is not None
+        return ml, False
+
     def kernel(self, spec: dict) -> "VTAKernel | str":
         """A kernel for a composite's spec, or the reason it stays on the CPU."""
         from dcoc.vta import Epilogue, compile_schedule, default_knobs
@@ -211,36 +264,51 @@ class Offload:
         if kind == "conv2d" and (wl.get("groups", 1) != 1 or wl.get("dilation_h", 1) != 1
                                  or wl.get("dilation_w", 1) != 1):
             return self._refuse(name, kind, "grouped/dilated conv: no VTA schedule")
+        has_bias, has_res = spec["bias"] is not None, bool(spec["residual"])
+        ml, pad_bias = self._layer(task, has_bias, has_res)
+        notes = []
+        if ml is not None:
+            name = ml.name
+        else:
+            name = task.name + ("_res" if has_res else "") + ("" if has_bias else "_nobias")
+            notes.append(f"its epilogue (bias={has_bias}, residual={has_res}) is not one the "
+                         f"tuner timed for {task.name}")
         try:
-            ep = Epilogue(bias=spec["bias"] is not None, residual=bool(spec["residual"]),
+            ep = Epilogue(bias=has_bias or pad_bias, residual=has_res,
                           round=bool(spec["round"]), shift=int(spec["shift"]),
                           clip=tuple(spec["clip"]))
         except Exception as exc:  # noqa: BLE001 - WorkloadError: epilogue out of the ALU's range
             return self._refuse(name, kind, f"epilogue not expressible on the ALU: {exc}")
         wobj = self._workload(spec)
         knobs = self.schedules.get(name)
+        if knobs is None and ml is None:  # the tuner's nearest layer of this task
+            knobs = self.schedules.get(task.name)
         default = knobs is None
+        adapted_from = None
         what = "default schedule" if default else "tuned schedule"
-        note = None
         try:
             if knobs is None:
-                knobs = default_knobs(wobj, self.hw)
+                knobs = default_knobs(wobj, self.hw, epilogue=ep)
             compile_schedule(wobj, self.hw, knobs, ep)
         except KnobError as exc:
-            # schedules are tuned for a bias-only epilogue (default_knobs checks none);
-            # the bias vector and a residual tile take accumulator entries too, which may
-            # not fit: adapt to the nearest schedule that does (same tile_w / tile_ci,
-            # fastest on the simulator)
+            # cannot happen for a schedule tuned for this layer (the tuner's fit check
+            # counts the same epilogue); a foreign schedule is re-tiled, loudly
             adapted = None
             if isinstance(knobs, dict) and (ep.residual or ep.bias) and \
                     self._fits(wobj, knobs, ep):
                 adapted = self._adapt(wobj, knobs, ep)
             if adapted is None:
                 return self._refuse(name, kind, f"{what} invalid on {self.hw.name}: {exc}")
-            note = f"{what} {knobs} does not fit with this epilogue ({exc}); adapted"
-            knobs = adapted
+            notes.append(f"{what} {knobs} does not fit with this epilogue ({exc}); adapted "
+                         f"to {adapted}")
+            warnings.warn(f"layer {name}: the {what} does not fit the accumulator with its "
+                          f"epilogue; re-tiled to {adapted} (its time is not what was tuned)",
+                          UserWarning, stacklevel=2)
+            adapted_from, knobs = knobs, adapted
         k = VTAKernel(name=name, kind=kind, workload=wobj, knobs=dict(knobs), default=default,
-                      spec=spec, epilogue=ep, owner=self, note=note)
+                      spec=spec, epilogue=ep, owner=self, note="; ".join(notes) or None,
+                      task=task.name, pad_bias=pad_bias, adapted=adapted_from is not None,
+                      site=len(self.kernels))
         self.kernels.append(k)
         return k
 
@@ -289,6 +357,7 @@ class Offload:
         return reason
 
     def reset(self) -> None:
+        self.first_mismatch = None
         for k in self.kernels:
-            k.calls = k.cycles = 0
+            k.calls = k.cycles = k.mismatches = k.compared = k.max_diff = 0
             k.seconds = k.wall = 0.0

@@ -12,8 +12,15 @@ Pipeline (``docs/run.md``)::
 
 Every input sample runs twice through that executable: with the offloaded layers on the
 simulator (functional + timed), and with them computed by the independent integer
-reference (:mod:`dcoc.runtime.intref`); the outputs must agree bit for bit.  The float model
-runs under ONNX Runtime for the accuracy comparison (cosine similarity, top-1).
+reference (:mod:`dcoc.runtime.intref`); the outputs must agree bit for bit.  In the
+simulator pass every offloaded call is also computed by the reference on the same inputs
+and compared, so the run names the first layer whose integer output differs (a one-LSB
+error that pooling hides downstream still fails the run).  The float model runs under
+ONNX Runtime for the accuracy comparison (cosine similarity, top-1).
+
+The accelerator time is :func:`dcoc.vta.report.model_seconds` over the layers (count x
+time per run), the function behind the latency ``dcoc tune`` reports; every layer runs the
+schedule tuned for it with the same epilogue, so the two agree.
 """
 from __future__ import annotations
 
@@ -215,27 +222,32 @@ class RunResult:
     quantization: list = field(default_factory=list)
     wall_seconds: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    per_layer: list = field(default_factory=list)
+    first_mismatch: dict | None = None
+    adapted: list = field(default_factory=list)
+
+    @property
+    def layers_bit_exact(self) -> bool:
+        """Every offloaded call's output equals the reference's on the same inputs."""
+        return all(ly.get("bit_exact", True) for ly in self.layers)
 
     def to_json(self) -> dict:
         return {"model": self.model, "hardware": self.hardware, "bit_exact": self.bit_exact,
-                "mismatches": self.mismatches, "cosine": self.cosine,
+                "mismatches": self.mismatches, "first_mismatch": self.first_mismatch,
+                "cosine": self.cosine,
                 "top1_agreement": self.top1_agreement, "latency_ms": self.latency_ms,
-                "samples": self.samples, "layers": self.layers, "cpu_layers": self.cpu_layers,
+                "samples": self.samples, "layers": self.layers, "per_layer": self.per_layer,
+                "adapted": self.adapted, "cpu_layers": self.cpu_layers,
                 "quantization": self.quantization,
                 "wall_seconds": {k: round(v, 3) for k, v in self.wall_seconds.items()},
                 "notes": self.notes}
 
     def summary(self) -> str:
         from dcoc.results.text import render_table
+        from dcoc.vta.report import layer_table
 
-        rows = [[ly["layer"], ly["kind"], ly["cycles"], f"{ly['ms']:.3f}", ly["epilogue"],
-                 " ".join(f"{k}={v}" for k, v in ly["knobs"].items())
-                 + (" (default)" if ly["default"] else "")
-                 + (" (adapted)" if ly.get("note") else "")] for ly in self.layers]
-        out = [f"{self.model} on VTA {self.hardware}: {len(self.layers)} layer(s) on the "
-               f"simulator, {self.samples} input sample(s)",
-               render_table(["layer", "kind", "cycles", "ms", "epilogue", "schedule"], rows,
-                            {2, 3})]
+        out = [f"{self.model} on VTA {self.hardware}: {len(self.layers)} layer call(s) on the "
+               f"simulator, {self.samples} input sample(s)", layer_table(self.per_layer)]
         if self.cpu_layers:
             out.append("")
             out.append("on the CPU (TVM llvm):")
@@ -244,20 +256,33 @@ class RunResult:
                                      for c in self.cpu_layers], {2}))
         out.append("")
         out.append(f"accelerator time  {self.latency_ms:.3f} ms per inference (simulated)")
-        out.append(f"bit-exact         {'yes' if self.bit_exact else 'NO'} vs the independent "
-                   f"integer reference" + ("" if self.bit_exact else
-                                           f" ({self.mismatches} output values differ)"))
+        n_calls = len(self.layers)
+        if self.bit_exact:
+            out.append(f"bit-exact         yes vs the independent integer reference (model "
+                       f"outputs, and each of the {n_calls} layer calls on its own inputs)")
+        else:
+            what = []
+            fm = self.first_mismatch
+            if fm is not None:
+                what.append(f"layer {fm['layer']} (call #{fm['call']}) differs first: "
+                            f"{fm['mismatches']} value(s), up to {fm['max_diff']} LSB")
+            if self.mismatches:
+                what.append(f"{self.mismatches} model output value(s) differ")
+            else:
+                what.append("the model outputs agree")
+            out.append("bit-exact         NO vs the independent integer reference: "
+                       + "; ".join(what))
         if self.cosine is not None:
             t1 = "" if self.top1_agreement is None else \
                 f", top-1 agreement {self.top1_agreement * 100:.1f}%"
             out.append(f"vs float (ORT)    cosine {self.cosine:.4f}{t1}")
         w = self.wall_seconds
         out.append("wall              " + ", ".join(f"{k} {v:.1f} s" for k, v in w.items()))
-        adapted = sorted({ly["layer"] for ly in self.layers if ly.get("note")})
-        if adapted:
-            out.append(f"note: {len(adapted)} layer(s) marked (adapted) use another tiling: "
-                       "their schedule does not fit the accumulator with the bias/residual "
-                       "(see --json layers[].note)")
+        if self.adapted:
+            out.append(f"WARNING: {len(self.adapted)} layer(s) re-tiled because their schedule "
+                       f"does not fit the accumulator with their epilogue: "
+                       f"{', '.join(self.adapted)}; their time is not the tuned one (see "
+                       "--json layers[].note)")
         for n in self.notes:
             out.append(f"note: {n}")
         return "\n".join(out)
@@ -311,7 +336,9 @@ class Session:
         self.dtypes = dict(self.model.input_dtypes)
         self.names = list(self.shapes)
         self.tasks = self.model.tasks("vta")
-        known = {t.name for t in self.tasks}
+        from dcoc.vta.report import model_layers
+
+        known = {t.name for t in self.tasks} | {ly.name for ly in model_layers(self.tasks)[0]}
         unknown = sorted(set(scheds) - known)
         if unknown:
             raise ConfigError(f"--schedules names {len(unknown)} task(s) this model does not "
@@ -373,17 +400,65 @@ class Session:
 
     # ------------------------------------------------------------------ reports
     def layer_rows(self, samples: int) -> list[dict]:
+        """One row per offloaded call site, in model order: its layer, schedule, time per
+        inference, and whether its output matched the reference on the same inputs."""
+        from dcoc.vta.report import roofline_seconds
+
         rows = []
         for k in self.offload.kernels:
             ep = k.epilogue
             parts = (["bias"] if ep.bias else []) + (["residual"] if ep.residual else []) + \
                 [f"shift {ep.shift}{'r' if ep.round else ''}", f"clip[{ep.clip[0]},{ep.clip[1]}]"]
             n = max(samples, 1)
-            rows.append({"layer": k.name, "kind": k.kind, "knobs": k.knobs,
-                         "default": k.default, "cycles": k.cycles // n,
-                         "ms": k.seconds / n * 1e3, "epilogue": "+".join(parts),
+            sec = k.seconds / n
+            rows.append({"call": k.site, "layer": k.name, "task": k.task, "kind": k.kind,
+                         "knobs": k.knobs, "default": k.default, "cycles": k.cycles // n,
+                         "ms": sec * 1e3, "epilogue": "+".join(parts),
+                         "roofline": roofline_seconds(k.workload, self.hw, ep) / sec
+                         if sec > 0 else 0.0,
+                         "bit_exact": k.mismatches == 0, "mismatches": k.mismatches,
+                         "max_diff": k.max_diff, "adapted": k.adapted,
                          "sim_wall_s": round(k.wall, 3), "note": k.note})
         return rows
+
+    def per_layer(self, rows: list[dict]) -> list[dict]:
+        """The call-site rows grouped by layer (first-call order): the per-layer table
+        ``dcoc simulate`` and ``dcoc tune`` print (:func:`dcoc.vta.report.layer_table`)."""
+        from dcoc.vta.report import epilogue_label, roofline_seconds
+
+        kern = {k.site: k for k in self.offload.kernels}
+        out: dict = {}
+        for r in rows:
+            k = kern[r["call"]]
+            g = out.get(r["layer"])
+            if g is None:
+                g = out[r["layer"]] = {
+                    "layer": r["layer"], "kind": r["kind"], "count": 0, "cycles": 0,
+                    "ms": 0.0, "total_ms": 0.0, "gops": 0.0, "roofline": 0.0,
+                    "epilogue": epilogue_label(k.epilogue), "knobs": r["knobs"],
+                    "default": r["default"], "note": None, "bit_exact": True,
+                    "_macs": k.workload.macs, "_bound": 0.0}
+            g["count"] += 1
+            g["cycles"] += r["cycles"]
+            g["total_ms"] += r["ms"]
+            g["_bound"] += roofline_seconds(k.workload, self.hw, k.epilogue) * 1e3
+            g["bit_exact"] = g["bit_exact"] and r["bit_exact"]
+            if r["knobs"] != g["knobs"]:
+                g["note"] = "call sites differ in schedule"
+            if r["adapted"]:
+                g["note"] = "adapted"
+        res = []
+        for g in out.values():
+            c = g["count"]
+            g["cycles"] = int(round(g["cycles"] / c))
+            g["ms"] = g["total_ms"] / c
+            g["gops"] = 2 * g["_macs"] * c / (g["total_ms"] * 1e-3) / 1e9 if g["total_ms"] else 0.0
+            g["roofline"] = g["_bound"] / g["total_ms"] if g["total_ms"] else 0.0
+            if not g["bit_exact"]:
+                g["note"] = ((g["note"] + "; ") if g["note"] else "") + "NOT bit-exact"
+            del g["_macs"], g["_bound"]
+            res.append(g)
+        return res
 
     def cpu_rows(self) -> list[dict]:
         rows = []
@@ -567,6 +642,9 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
         s.offload.progress = None
     mism = sum(int(np.sum(a != b)) + (0 if a.shape == b.shape else 1)
                for so, ro in zip(sim_out, ref_out) for a, b in zip(so, ro))
+    fk = s.offload.first_mismatch
+    first = None if fk is None else {"layer": fk.name, "call": fk.site,
+                                     "mismatches": fk.mismatches, "max_diff": fk.max_diff}
     flt = None
     cos = top1 = None
     if compare_float:
@@ -593,14 +671,20 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
             return [_stack_samples([o[i] for o in outs], i) for i in range(len(outs[0]))]
         return list(outs[0])
 
-    latency = sum(r["ms"] for r in rows)
+    from dcoc.vta.report import model_seconds
+
+    per_layer = s.per_layer(rows)
+    latency = model_seconds((g["count"], g["ms"]) for g in per_layer)
+    adapted = sorted({r["layer"] for r in rows if r["adapted"]})
     return RunResult(
         model=s.model.name, hardware=s.hw.name, outputs=stack(sim_out),
         reference_outputs=stack(ref_out), float_outputs=stack(flt) if flt else None,
-        bit_exact=mism == 0, mismatches=mism, cosine=cos, top1_agreement=top1,
+        bit_exact=mism == 0 and first is None, mismatches=mism, cosine=cos,
+        top1_agreement=top1,
         latency_ms=latency if math.isfinite(latency) else float("nan"), layers=rows,
         cpu_layers=s.cpu_rows(), samples=len(samples), quantization=s.quant_rows(),
-        wall_seconds=dict(s.wall), notes=list(s.notes))
+        wall_seconds=dict(s.wall), notes=list(s.notes), per_layer=per_layer,
+        first_mismatch=first, adapted=adapted)
 
 
 def _stack_samples(arrays: list, index: int) -> np.ndarray:

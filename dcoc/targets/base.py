@@ -244,6 +244,24 @@ class ScheduleHalf:
         ideal bound."""
         return self.ideal_seconds(layer, hw)
 
+    def memory_seconds(self, layer: Layer, hw) -> float:
+        """Bandwidth bound of ``layer`` on ``hw``: the bytes it must move at least over the
+        accelerator's memory bandwidth.  Default 0 (no bandwidth model): the roofline is
+        then the compute bound alone."""
+        return 0.0
+
+    def roofline_seconds(self, layer: Layer, hw) -> float:
+        """The layer's roofline bound: max(compute bound :meth:`ideal_seconds`, bandwidth
+        bound :meth:`memory_seconds`).  The per-layer tables' ``roofline`` column is this
+        over the measured time."""
+        return max(self.ideal_seconds(layer, hw), self.memory_seconds(layer, hw))
+
+    def roofline(self, layer: Layer, hw, seconds: float) -> float:
+        """Fraction of the roofline bound reached in ``seconds`` (0 when not finite)."""
+        if not seconds or not math.isfinite(seconds):
+            return 0.0
+        return self.roofline_seconds(layer, hw) / seconds
+
     def cycles(self, seconds: float, hw) -> int:
         return int(round(seconds * hw.freq_mhz * 1e6))
 
@@ -281,6 +299,10 @@ class ScheduleHalf:
     def scale_knob(self, name: str, value, src_hw, hw) -> float:
         """A knob value of ``src_hw`` in the units of ``hw`` (tiles counted in core blocks)."""
         return value
+
+    def describe_epilogue(self, layer: Layer) -> str:
+        """The layer's fused epilogue in words for the per-layer tables ("" if none)."""
+        return ""
 
     def model_epilogue(self):
         """The ``Layer.epilogue`` of a model layer when none is given (None: no such notion)."""

@@ -126,8 +126,13 @@ def simulate(wl, hw, knobs, data=None, weight=None, bias=None, residual=None,
 
 
 # ============================================================================ default knobs
-def default_knobs(wl, hw) -> dict[str, int]:
+def default_knobs(wl, hw, epilogue: Epilogue | None = DEFAULT_EPILOGUE) -> dict[str, int]:
     """A valid, good schedule from a cheap heuristic (no simulation).
+
+    Valid means it compiles with ``epilogue`` (the default: VTA's requantization): a
+    bias vector and a residual tile take accumulator entries too, so a model layer's
+    default must be asked for with its epilogue
+    (:func:`dcoc.vta.report.layer_epilogue`).
 
     conv2d: ``tile_ci`` = 1 for padded convs (one input-channel block per load, as in
     every TopHub schedule; any ``tile_ci`` for unpadded ones) and every (tile_h, tile_w,
@@ -140,14 +145,16 @@ def default_knobs(wl, hw) -> dict[str, int]:
     """
     hw = _hw(hw)
     space = space_for(wl, hw)
+    if epilogue is not None and not isinstance(epilogue, Epilogue):
+        raise WorkloadError(f"epilogue must be an Epilogue or None, got {epilogue!r}")
     if isinstance(wl, DenseWorkload):
-        return _default_dense(wl, hw, space)
-    return _default_conv(wl, hw, space)
+        return _default_dense(wl, hw, space, epilogue)
+    return _default_conv(wl, hw, space, epilogue)
 
 
-def _fits(wl, hw, knobs) -> bool:
+def _fits(wl, hw, knobs, epilogue=DEFAULT_EPILOGUE) -> bool:
     try:
-        make_plan(wl, hw, knobs, DEFAULT_EPILOGUE)
+        make_plan(wl, hw, knobs, epilogue)
         return True
     except PlanError:
         return False
@@ -191,7 +198,7 @@ def _conv_estimate(wl, hw, k, nops: int = 4) -> float:
     return n_tiles * per_tile
 
 
-def _default_conv(wl, hw, space):
+def _default_conv(wl, hw, space, epilogue=DEFAULT_EPILOGUE):
     best = None
     cob = space["tile_co"][-1]
     # padded inputs need one DMA per input-channel block (TVM even rejects tile_ci > 1),
@@ -207,11 +214,11 @@ def _default_conv(wl, hw, space):
             cost = _conv_estimate(wl, hw, k)
             if best is not None and cost >= best[0]:
                 continue
-            if _fits(wl, hw, k):
+            if _fits(wl, hw, k, epilogue):
                 best = (cost, k)
     if best is None:
         for vals in _iter_space(space):
-            if _fits(wl, hw, vals):
+            if _fits(wl, hw, vals, epilogue):
                 cost = _conv_estimate(wl, hw, vals)
                 if best is None or cost < best[0]:
                     best = (cost, vals)
@@ -220,10 +227,10 @@ def _default_conv(wl, hw, space):
     return dict(best[1])
 
 
-def _default_dense(wl, hw, space):
+def _default_dense(wl, hw, space, epilogue=DEFAULT_EPILOGUE):
     best = None
     for vals in _iter_space(space):
-        if not _fits(wl, hw, vals):
+        if not _fits(wl, hw, vals, epilogue):
             continue
         nb = (-(-wl.batch // hw.batch)) // vals["tile_b"]
         cob = -(-wl.out_features // hw.block_out)

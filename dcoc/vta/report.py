@@ -1,16 +1,25 @@
-"""Model-level VTA timing: per-layer cycles and end-to-end accelerator time.
+"""Model-level VTA timing: the model's layers, per-layer cycles and end-to-end time.
 
-Given the tasks of a model (``dcoc.tasks.Task``: conv2d / dense / batch_matmul workloads
-marked ``device="vta"`` plus the layers that stay on the CPU), an :class:`HWConfig` and
-optional knobs per task (missing -> :func:`dcoc.vta.default_knobs`), every VTA task is
-simulated once and weighted by its number of occurrences.  Tasks VTA cannot run (device
-``cpu``: the fp32 stem conv, depthwise / grouped / dilated convs; kind ``other``:
-pooling, softmax ...) are listed as CPU layers with their counts; their time is not
-modelled (the VTA runtime runs them on the ARM host).
+One timing model for ``dcoc tune``, ``dcoc simulate`` and ``dcoc run``:
 
-The epilogue of every VTA layer is the requantization (bias add, shift, clip) because the
-frontend folds BatchNorm/bias and the activation into the conv task; ``batch_matmul``
-runs as ``batch`` consecutive dense invocations.
+* :func:`model_layers` turns a model's tasks (``dcoc.tasks.Task``: conv2d / dense /
+  batch_matmul workloads marked ``device="vta"``) into the layers VTA runs.  A layer is a
+  workload *with its fused epilogue* -- bias add (folded bias / BatchNorm), residual add
+  (a second int32 accumulator tile DMA'd in), rounding, shift and clip
+  (:func:`layer_epilogue`) -- because the epilogue takes ALU time and accumulator space:
+  occurrences of one workload that differ in it (ResNet's residual and plain convs) are
+  separate layers, tuned separately (names: the task's, plus ``_res`` / ``_nobias``).
+* :func:`simulate_model` times every layer once (the tuned knobs, else
+  :func:`dcoc.vta.default_knobs`) and :func:`model_seconds` sums count x time: the
+  whole-model latency ``dcoc tune`` reports and ``dcoc run`` measures (run times every
+  call on the functional simulator, which gives the same cycles).
+* :func:`layer_table` is the per-layer table all three print, with a ``roofline``
+  column: the layer's bound -- max(compute bound, memory bound),
+  :func:`roofline_seconds` -- over its simulated time.
+
+Tasks VTA cannot run (device ``cpu``: the fp32 stem conv, depthwise / grouped / dilated
+convs; kind ``other``: pooling, softmax ...) are listed as CPU layers with their counts;
+their time is not modelled (the VTA runtime runs them on the ARM host).
 """
 from __future__ import annotations
 
@@ -22,17 +31,138 @@ from dcoc.errors import KnobError, WorkloadError
 from dcoc.vta.hardware import HWConfig
 from dcoc.vta.layer import default_knobs, simulate
 from dcoc.vta.simulator import TimingParams
-from dcoc.vta.workloads import Epilogue, workload_from_task
+from dcoc.vta.workloads import Conv2DWorkload, Epilogue, workload_from_task
 
-__all__ = ["LayerReport", "ModelReport", "simulate_model", "MODEL_EPILOGUE"]
+__all__ = ["LayerReport", "ModelReport", "ModelLayer", "simulate_model", "model_layers",
+           "model_seconds", "layer_epilogue", "layer_table", "roofline_seconds",
+           "MODEL_EPILOGUE"]
 
-#: epilogue assumed for model layers: folded-BN bias add, shift 8, clip [0, 127]
-MODEL_EPILOGUE = Epilogue(bias=True)
+
+def layer_epilogue(bias: bool = True, residual: bool = False) -> Epilogue:
+    """The ALU epilogue of a quantized model layer (:mod:`dcoc.runtime.quantize`): the bias
+    add, the residual add, the rounding add, the shift and the clip (min, max).  Shift and
+    clip values do not change the timing; the quantizer's exact values are used by run."""
+    return Epilogue(bias=bool(bias), residual=bool(residual), round=True)
+
+
+#: epilogue of a model layer with a bias and no residual (the most common one)
+MODEL_EPILOGUE = layer_epilogue()
+
+
+@dataclass
+class ModelLayer:
+    """One layer VTA runs: a task's workload with one epilogue, and how often it runs."""
+
+    name: str
+    task: object
+    workload: object
+    kind: str             # "conv2d" | "dense"
+    count: int            # occurrences with this epilogue x repeats (batch_matmul)
+    repeats: int
+    bias: bool
+    residual: bool
+
+    @property
+    def epilogue(self) -> Epilogue:
+        return layer_epilogue(self.bias, self.residual)
+
+
+def _variants(task) -> list[tuple[bool, bool, int]]:
+    eps = list(getattr(task, "epilogues", None) or [])
+    if not eps:
+        bias = getattr(task, "kind", "") != "batch_matmul"
+        return [(bias, False, int(getattr(task, "weight", 1) or 1))]
+    return [(bool(e["bias"]), bool(e["residual"]), int(e["count"])) for e in eps]
+
+
+def variant_names(task) -> dict[tuple[bool, bool], str]:
+    """``{(bias, residual): layer name}`` of a task's epilogue variants: the task's name
+    for the bias-only variant (or the only one), ``_res`` / ``_nobias`` appended to the
+    others."""
+    vs = [(b, r) for b, r, _ in _variants(task)]
+    primary = (True, False) if (True, False) in vs else vs[0]
+    out = {}
+    for b, r in vs:
+        if (b, r) == primary:
+            out[(b, r)] = task.name
+        else:
+            out[(b, r)] = task.name + ("_res" if r else "") + ("" if b else "_nobias")
+    return out
+
+
+def model_layers(tasks: Iterable) -> tuple[list[ModelLayer], list]:
+    """``(layers, cpu_tasks)``: the VTA layers of a model's tasks (one per task and
+    epilogue, in task order) and the tasks that stay on the CPU (device not ``vta``, or a
+    workload VTA cannot run: ``(task, reason)``)."""
+    layers, cpu = [], []
+    for t in tasks:
+        if getattr(t, "device", "cpu") != "vta":
+            cpu.append((t, None))
+            continue
+        try:
+            wl, repeats = workload_from_task(t)
+        except WorkloadError as exc:
+            cpu.append((t, str(exc)))
+            continue
+        kind = "conv2d" if isinstance(wl, Conv2DWorkload) else "dense"
+        names = variant_names(t)
+        for b, r, n in _variants(t):
+            layers.append(ModelLayer(names[(b, r)], t, wl, kind, n * int(repeats), int(repeats),
+                                     b, r))
+    return layers, cpu
+
+
+def find_layer(layers: Iterable[ModelLayer], task_name: str, bias: bool, residual: bool):
+    """The layer of task ``task_name`` with this epilogue (None if the model has none)."""
+    for ly in layers:
+        if ly.task.name == task_name and (ly.bias, ly.residual) == (bool(bias), bool(residual)):
+            return ly
+    return None
+
+
+def roofline_seconds(wl, hw: HWConfig, epilogue: Epilogue | None = MODEL_EPILOGUE, *,
+                     memory_only: bool = False) -> float:
+    """The layer's roofline bound: max(compute bound, memory bound).
+
+    Compute: MACs at the core's peak (BATCH x BLOCK_IN x BLOCK_OUT MACs per cycle) at the
+    clock.  Memory: the bytes the layer must move at least -- int8 input, weights and
+    output once each, the int32 bias vector and int32 residual tile if the epilogue has
+    them -- at the accelerator's memory port (one ``bus_bytes`` beat per cycle, the
+    board's AXI width at the clock).
+    """
+    f = hw.freq_mhz * 1e6
+    compute = wl.macs / hw.macs_per_cycle / f
+    if isinstance(wl, Conv2DWorkload):
+        n_in = wl.batch * wl.in_channels * wl.height * wl.width
+        n_w = wl.out_channels * wl.in_channels * wl.kernel[0] * wl.kernel[1]
+        n_out = wl.batch * wl.out_channels * wl.out_height * wl.out_width
+        co = wl.out_channels
+    else:
+        n_in = wl.batch * wl.in_features
+        n_w = wl.out_features * wl.in_features
+        n_out = wl.batch * wl.out_features
+        co = wl.out_features
+    nbytes = (n_in * hw.inp_width + n_w * hw.wgt_width + n_out * hw.inp_width) / 8
+    if epilogue is not None and epilogue.bias:
+        nbytes += co * hw.acc_width / 8
+    if epilogue is not None and epilogue.residual:
+        nbytes += n_out * hw.acc_width / 8
+    memory = nbytes / (hw.bus_bytes * f)
+    return memory if memory_only else max(compute, memory)
+
+
+def epilogue_label(ep: Epilogue | None) -> str:
+    """``bias+residual+round+shift+clip`` (the ops an epilogue has)."""
+    if ep is None:
+        return "none"
+    parts = [n for n, on in (("bias", ep.bias), ("residual", ep.residual), ("round", ep.round),
+                             ("shift", ep.shift is not None), ("clip", ep.clip is not None)) if on]
+    return "+".join(parts) or "none"
 
 
 @dataclass
 class LayerReport:
-    """One VTA task: its schedule and simulated timing (per occurrence and in total)."""
+    """One VTA layer: its schedule and simulated timing (per occurrence and in total)."""
 
     name: str
     kind: str
@@ -47,6 +177,9 @@ class LayerReport:
     gops: float = 0.0
     utilization: float = 0.0
     repeats: int = 1
+    roofline: float = 0.0
+    epilogue: str = ""
+    task: str = ""
 
     @property
     def total_seconds(self) -> float:
@@ -56,6 +189,54 @@ class LayerReport:
     @property
     def total_cycles(self) -> int:
         return self.weight * (self.cycles or 0)
+
+    def row(self) -> dict:
+        """The row of :func:`layer_table`."""
+        return {"layer": self.name, "kind": self.kind, "count": self.weight,
+                "cycles": self.cycles if self.valid else None,
+                "ms": self.seconds * 1e3 if self.valid else None,
+                "total_ms": self.total_seconds * 1e3 if self.valid else None,
+                "gops": self.gops if self.valid else None,
+                "roofline": self.roofline if self.valid else None, "epilogue": self.epilogue,
+                "knobs": self.knobs, "default": self.default,
+                "note": None if self.valid else f"invalid: {self.reason}"}
+
+
+def model_seconds(layers: Iterable) -> float:
+    """Whole-model accelerator time: the sum over layers of count x seconds per run (inf
+    when a layer has no valid schedule).  ``layers``: :class:`LayerReport` objects or
+    ``(count, seconds)`` pairs.  What ``dcoc tune`` reports and ``dcoc run`` measures."""
+    tot = 0.0
+    for ly in layers:
+        count, sec = (ly.weight, ly.seconds if ly.valid else float("inf")) \
+            if isinstance(ly, LayerReport) else ly
+        tot += count * sec
+    return tot
+
+
+def layer_table(rows: list[dict]) -> str:
+    """The per-layer table of ``dcoc simulate``, ``dcoc tune`` and ``dcoc run``: layer,
+    kind, count, cycles and ms per run, total ms, GOPS, roofline (fraction of the layer's
+    compute/bandwidth bound reached), epilogue, schedule.  ``rows``: dicts with those keys
+    (``cycles``/``ms`` None: invalid; ``note`` is appended to the schedule)."""
+    headers = ["layer", "kind", "count", "cycles", "ms", "total ms", "GOPS", "roofline",
+               "epilogue", "schedule"]
+    out = []
+    for r in rows:
+        sched = " ".join(f"{k}={v}" for k, v in (r.get("knobs") or {}).items())
+        if r.get("default"):
+            sched += " (default)"
+        if r.get("note"):
+            sched = (sched + " " if sched and r["cycles"] is not None else "") + \
+                (f"({r['note']})" if r["cycles"] is not None else r["note"])
+        if r.get("cycles") is None:
+            out.append([r["layer"], r["kind"], r["count"], "-", "-", "-", "-", "-",
+                        r.get("epilogue", ""), sched])
+            continue
+        out.append([r["layer"], r["kind"], r["count"], f"{r['cycles']:,}", f"{r['ms']:.3f}",
+                    f"{r['total_ms']:.3f}", f"{r['gops']:.1f}", f"{r['roofline'] * 100:.0f}%",
+                    r.get("epilogue", ""), sched])
+    return _table(headers, out, {2, 3, 4, 5, 6, 7})
 
 
 @dataclass
@@ -83,9 +264,9 @@ class ModelReport:
 
     @property
     def total_seconds(self) -> float:
-        """End-to-end accelerator time: sum over VTA tasks of weight x time (inf if any
-        layer's schedule is invalid)."""
-        return sum(layer.total_seconds for layer in self.layers) if self.valid else float("inf")
+        """End-to-end accelerator time (:func:`model_seconds`; inf if any layer's schedule
+        is invalid)."""
+        return model_seconds(self.layers) if self.valid else float("inf")
 
     @property
     def total_cycles(self) -> int:
@@ -105,23 +286,10 @@ class ModelReport:
         return sum(c.count for c in self.cpu_layers)
 
     def table(self) -> str:
-        """The per-layer table printed by ``dcoc simulate``."""
-        headers = ["layer", "kind", "count", "cycles", "ms", "total ms", "GOPS", "util",
-                   "schedule"]
-        rows = []
-        for ly in self.layers:
-            if ly.valid:
-                sched = " ".join(f"{k}={v}" for k, v in (ly.knobs or {}).items())
-                if ly.default:
-                    sched += " (default)"
-                rows.append([ly.name, ly.kind, ly.weight, f"{ly.cycles:,}",
-                             f"{ly.seconds * 1e3:.3f}", f"{ly.total_seconds * 1e3:.3f}",
-                             f"{ly.gops:.1f}", f"{ly.utilization * 100:.0f}%", sched])
-            else:
-                rows.append([ly.name, ly.kind, ly.weight, "-", "-", "-", "-", "-",
-                             f"invalid: {ly.reason}"])
+        """The per-layer table printed by ``dcoc simulate`` (:func:`layer_table`)."""
         out = [f"VTA {self.hw.name} @ {self.hw.freq_mhz:g} MHz, {self.hw.bus_bytes}-byte bus"
-               + (f" -- {self.model}" if self.model else ""), _table(headers, rows, {2, 3, 4, 5, 6, 7})]
+               + (f" -- {self.model}" if self.model else ""),
+               layer_table([ly.row() for ly in self.layers])]
         tot = self.total_seconds
         out.append("")
         if math.isfinite(tot):
@@ -142,11 +310,12 @@ class ModelReport:
             "hw": self.hw.name, "model": self.model,
             "total_seconds": self.total_seconds if math.isfinite(self.total_seconds) else None,
             "total_cycles": self.total_cycles,
-            "layers": [{"name": ly.name, "kind": ly.kind, "weight": ly.weight, "macs": ly.macs,
-                        "knobs": ly.knobs, "default": ly.default, "valid": ly.valid,
-                        "reason": ly.reason, "cycles": ly.cycles,
-                        "seconds": ly.seconds if ly.valid else None, "gops": ly.gops,
-                        "utilization": ly.utilization} for ly in self.layers],
+            "layers": [{"name": ly.name, "task": ly.task, "kind": ly.kind, "weight": ly.weight,
+                        "macs": ly.macs, "epilogue": ly.epilogue, "knobs": ly.knobs,
+                        "default": ly.default, "valid": ly.valid, "reason": ly.reason,
+                        "cycles": ly.cycles, "seconds": ly.seconds if ly.valid else None,
+                        "gops": ly.gops, "utilization": ly.utilization,
+                        "roofline": ly.roofline} for ly in self.layers],
             "cpu_layers": [{"name": c.name, "kind": c.kind, "count": c.count, "reason": c.reason}
                            for c in self.cpu_layers],
         }
@@ -164,14 +333,48 @@ def _table(headers, rows, right=None) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])
 
 
+def _cpu_reason(t, reason) -> str:
+    if reason:
+        return reason
+    kind = getattr(t, "kind", "other")
+    if kind == "conv2d":
+        return "kept in fp32 on the CPU (first conv)"
+    if kind in ("depthwise_conv2d", "grouped_conv2d"):
+        return "grouped/depthwise conv: no VTA schedule"
+    return "host op"
+
+
+def layer_report(ml: ModelLayer, hw: HWConfig, knobs: dict | None, *,
+                 timing: TimingParams | None = None) -> LayerReport:
+    """Simulate one model layer with ``knobs`` (None: :func:`default_knobs` for its
+    epilogue)."""
+    is_default = knobs is None
+    ep = ml.epilogue
+    if knobs is None:
+        try:
+            knobs = default_knobs(ml.workload, hw, epilogue=ep)
+        except KnobError as exc:
+            return LayerReport(ml.name, ml.kind, ml.count, ml.workload.macs, None, True, False,
+                               str(exc), epilogue=epilogue_label(ep), task=ml.task.name)
+    r = simulate(ml.workload, hw, knobs, epilogue=ep, timing=timing)
+    roof = roofline_seconds(ml.workload, hw, ep) / r.seconds if r.valid and r.seconds else 0.0
+    return LayerReport(
+        name=ml.name, kind=ml.kind, weight=ml.count, macs=ml.workload.macs, knobs=dict(knobs),
+        default=is_default, valid=r.valid, reason=r.reason, cycles=r.cycles,
+        seconds=r.seconds, gops=r.gops, utilization=r.utilization, repeats=ml.repeats,
+        roofline=roof, epilogue=epilogue_label(ep), task=ml.task.name)
+
+
 def simulate_model(tasks: Iterable, hw: HWConfig, knobs: Mapping[str, dict] | None = None, *,
-                   cpu_ops: Iterable | None = None, timing: TimingParams | None = None,
-                   epilogue: Epilogue | None = MODEL_EPILOGUE) -> ModelReport:
-    """Simulate every VTA task of a model; see the module docstring.
+                   cpu_ops: Iterable | None = None,
+                   timing: TimingParams | None = None) -> ModelReport:
+    """Simulate every VTA layer of a model (:func:`model_layers`); see the module docstring.
 
     ``tasks``: Task objects (a ``TaskList``'s ``cpu_ops`` are picked up automatically);
-    ``knobs``: ``{task.name: knobs}`` -- missing tasks use :func:`default_knobs`.
-    Invalid knobs do not raise: the layer is reported ``valid=False`` with the reason.
+    ``knobs``: ``{layer name: knobs}`` (a ``dcoc tune`` result's ``schedules``; a task's
+    name also covers its variants that have no entry) -- missing layers use
+    :func:`default_knobs`.  Invalid knobs do not raise: the layer is reported
+    ``valid=False`` with the reason.
     """
     from dcoc.errors import ConfigError
 
@@ -186,37 +389,13 @@ def simulate_model(tasks: Iterable, hw: HWConfig, knobs: Mapping[str, dict] | No
     knobs = dict(knobs or {})
     rep = ModelReport(hw=hw, model=getattr(tasks, "model", "") or "")
     extra_cpu = list(cpu_ops if cpu_ops is not None else getattr(tasks, "cpu_ops", []) or [])
-    for t in tasks:
-        kind = getattr(t, "kind", "other")
-        weight = int(getattr(t, "weight", 1) or 1)
-        if getattr(t, "device", "cpu") != "vta":
-            why = "fp32 stem / unsupported on VTA" if kind in ("conv2d", "depthwise_conv2d",
-                                                              "grouped_conv2d") else "host op"
-            if kind == "conv2d":
-                why = "kept in fp32 on the CPU (first conv)"
-            elif kind in ("depthwise_conv2d", "grouped_conv2d"):
-                why = "grouped/depthwise conv: no VTA schedule"
-            rep.cpu_layers.append(CpuLayer(t.name, kind, weight, why))
-            continue
-        try:
-            wl, repeats = workload_from_task(t)
-        except WorkloadError as exc:
-            rep.cpu_layers.append(CpuLayer(t.name, kind, weight, str(exc)))
-            continue
-        k = knobs.get(t.name)
-        is_default = k is None
-        if k is None:
-            try:
-                k = default_knobs(wl, hw)
-            except KnobError as exc:
-                rep.layers.append(LayerReport(t.name, kind, weight * repeats, wl.macs, None, True,
-                                              False, str(exc)))
-                continue
-        r = simulate(wl, hw, k, epilogue=epilogue, timing=timing)
-        rep.layers.append(LayerReport(
-            name=t.name, kind=kind, weight=weight * repeats, macs=wl.macs, knobs=dict(k),
-            default=is_default, valid=r.valid, reason=r.reason, cycles=r.cycles,
-            seconds=r.seconds, gops=r.gops, utilization=r.utilization, repeats=repeats))
+    layers, cpu = model_layers(tasks)
+    for t, reason in cpu:
+        rep.cpu_layers.append(CpuLayer(t.name, getattr(t, "kind", "other"),
+                                       int(getattr(t, "weight", 1) or 1), _cpu_reason(t, reason)))
+    for ml in layers:
+        k = knobs.get(ml.name, knobs.get(ml.task.name))
+        rep.layers.append(layer_report(ml, hw, k, timing=timing))
     for op in extra_cpu:
         rep.cpu_layers.append(CpuLayer(getattr(op, "name", str(op)), getattr(op, "kind", "other"),
                                        int(getattr(op, "weight", 1) or 1), "host op"))

@@ -210,14 +210,15 @@ def vta_task(wl, hw, name: str | None = None, epilogue="default") -> TuningTask:
     """A software-only tuning task: ``wl``'s schedule on the fixed hardware ``hw``.
 
     ``epilogue``: the fused ALU epilogue simulated with every schedule ("default" = shift
-    8 + clip; model layers use :data:`dcoc.vta.report.MODEL_EPILOGUE`, with the bias)."""
+    8 + clip; a model layer's own, :func:`dcoc.vta.report.layer_epilogue`: bias, residual,
+    rounding); the fit check and the default schedule count its accumulator use."""
     space = sw_space(wl, hw, epilogue)
 
     def defaults():
         from dcoc.errors import DcocError
 
         try:
-            k = default_knobs(wl, hw)
+            k = default_knobs(wl, hw, epilogue=_epilogue(epilogue))
         except DcocError:
             return []
         return [k] if k is not None and space.is_valid(k) else []

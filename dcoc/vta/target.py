@@ -117,16 +117,14 @@ class VTATarget(Target):
 
     # ---------------------------------------------------------------- workloads
     def layers(self, tasks):
-        from dcoc.vta import workload_from_task
+        """One layer per task and fused epilogue (:func:`dcoc.vta.report.model_layers`):
+        the residual and the plain occurrences of a workload are tuned separately."""
+        from dcoc.vta.report import model_layers
 
-        layers, cpu = [], []
-        for t in tasks:
-            if getattr(t, "device", "vta") != "vta":
-                cpu.append((t.name, t.kind, int(t.weight)))
-                continue
-            wl, reps = workload_from_task(t)
-            kind = "conv2d" if t.kind == "conv2d" else "dense"
-            layers.append(Layer(t.name, wl, int(t.weight) * int(reps), kind))
+        mls, cpu_tasks = model_layers(tasks)
+        layers = [Layer(ml.name, ml.workload, ml.count, ml.kind, epilogue=ml.epilogue)
+                  for ml in mls]
+        cpu = [(t.name, t.kind, int(t.weight)) for t, _ in cpu_tasks]
         for t in getattr(tasks, "cpu_ops", []) or []:
             cpu.append((t.name, t.kind, int(t.weight)))
         return layers, cpu
@@ -148,10 +146,16 @@ class VTATarget(Target):
                      epilogue="default")
 
     def model_epilogue(self):
-        """Model layers fuse the bias add into the ALU epilogue (:data:`dcoc.vta.report.MODEL_EPILOGUE`)."""
+        """A model layer's epilogue when none is given: bias, rounding, shift, clip
+        (:data:`dcoc.vta.report.MODEL_EPILOGUE`; :meth:`layers` gives each its own)."""
         from dcoc.vta.report import MODEL_EPILOGUE
 
         return MODEL_EPILOGUE
+
+    def describe_epilogue(self, layer):
+        from dcoc.vta.report import epilogue_label
+
+        return epilogue_label(_epilogue(layer.epilogue))
 
     def workload_key(self, layer):
         from dcoc.vta.spaces import workload_key
@@ -169,13 +173,13 @@ class VTATarget(Target):
         return vta_task(layer.workload, hw, name=layer.name, epilogue=layer.epilogue)
 
     def default_schedule(self, layer, hw, space=None):
-        """:func:`dcoc.vta.default_knobs` if it is valid in ``space`` (the heuristic ignores
-        the model epilogue's ACC use, so it may not fit; None then)."""
+        """:func:`dcoc.vta.default_knobs` for the layer's epilogue if it is valid in
+        ``space`` (None otherwise)."""
         from dcoc.vta import default_knobs
 
         space = space if space is not None else self.sw_space(layer, hw)
         try:
-            k = default_knobs(layer.workload, hw)
+            k = default_knobs(layer.workload, hw, epilogue=_epilogue(layer.epilogue))
         except DcocError:
             return None
         return k if k is not None and space.is_valid(k) else None
@@ -196,6 +200,15 @@ class VTATarget(Target):
             rest = wl.out_height * wl.out_width * wl.kernel[0] * wl.kernel[1]
         uops = _ceil(n, hw.batch) * _ceil(ci, hw.block_in) * _ceil(co, hw.block_out) * rest
         return uops / (hw.freq_mhz * 1e6)
+
+    def memory_seconds(self, layer, hw):
+        """The bytes the layer must move (int8 input, weights, output; int32 bias and
+        residual when its epilogue has them) at the memory port's ``bus_bytes`` per cycle
+        (:func:`dcoc.vta.report.roofline_seconds`)."""
+        from dcoc.vta.report import roofline_seconds
+
+        return roofline_seconds(layer.workload, hw, _epilogue(layer.epilogue),
+                                memory_only=True)
 
     def measurer(self, n_workers=None):
         from dcoc.vta import VTASimMeasurer
@@ -229,11 +242,11 @@ class VTATarget(Target):
 
     def transfer(self, layer, src_hw, src_knobs, hw, space):
         out = super().transfer(layer, src_hw, src_knobs, hw, space) if src_knobs is not None else None
-        if out is None:  # the heuristic, as is (it may not fit the epilogue; measured anyway)
+        if out is None:  # the heuristic for the layer's epilogue
             from dcoc.vta import default_knobs
 
             try:
-                out = default_knobs(layer.workload, hw)
+                out = default_knobs(layer.workload, hw, epilogue=_epilogue(layer.epilogue))
             except DcocError:
                 out = None
         return out
@@ -246,6 +259,12 @@ class VTATarget(Target):
         if name == "tile_b":
             return value * src_hw.batch / hw.batch
         return value
+
+
+def _epilogue(ep):
+    from dcoc.vta.spaces import _epilogue as norm
+
+    return norm(ep)
 
 
 def parse_workload(spec: str):
@@ -312,7 +331,11 @@ def layer_from_record(r: dict, tg):
         if macs is not None:
             cands = [c for c in cands if abs(c.macs - macs) <= 1e-3 * macs] or cands[:1]
         kind = "conv2d"
-    for ep in (tg.model_epilogue(), "default"):
+    from dcoc.vta.report import layer_epilogue
+
+    eps = [tg.model_epilogue()] + [layer_epilogue(b, r) for b, r in ((True, True), (False, False),
+                                                                    (False, True))]
+    for ep in eps + ["default"]:
         layer = Layer(r.get("task_name") or cands[0].name, cands[0], 1, kind, epilogue=ep)
         if layer.key == key:
             return layer

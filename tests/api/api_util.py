@@ -30,24 +30,20 @@ TUNERS = ["surrogate", "dcoc"] + BASELINES
 
 @functools.lru_cache(maxsize=None)
 def vta_layers(model: str):
-    """``[(name, workload, count)]`` of a model's VTA layers, straight from the frontend."""
-    from dcoc.vta import workload_from_task
+    """``[(name, workload, count, epilogue)]`` of a model's VTA layers (one per task and
+    fused epilogue, :func:`dcoc.vta.report.model_layers`), straight from the frontend."""
+    from dcoc.vta.report import model_layers
     from tvm_plugin.frontend import model_tasks
 
-    out = []
-    for t in model_tasks(model, "vta"):
-        if t.device != "vta":
-            continue
-        wl, reps = workload_from_task(t)
-        out.append((t.name, wl, int(t.weight) * int(reps)))
-    return tuple(out)
+    return tuple((ml.name, ml.workload, ml.count, ml.epilogue)
+                 for ml in model_layers(model_tasks(model, "vta"))[0])
 
 
-def sim_seconds(wl, hw, knobs) -> float:
+def sim_seconds(wl, hw, knobs, epilogue=None) -> float:
     from dcoc.vta import simulate
     from dcoc.vta.report import MODEL_EPILOGUE
 
-    r = simulate(wl, hw, knobs, epilogue=MODEL_EPILOGUE)  # model layers carry the folded-BN bias
+    r = simulate(wl, hw, knobs, epilogue=epilogue or MODEL_EPILOGUE)  # the layer's epilogue
     assert r.valid, f"schedule {knobs} is invalid on {hw.name}: {r.reason}"
     return r.seconds
 
@@ -55,15 +51,16 @@ def sim_seconds(wl, hw, knobs) -> float:
 def model_latency_ms(model: str, hw, schedules: dict) -> float:
     """Sum over VTA layers of count x simulated time of ``schedules[layer]`` on ``hw``."""
     layers = vta_layers(model)
-    assert set(schedules) == {n for n, _, _ in layers}, "schedules do not cover the VTA layers"
-    return 1e3 * sum(c * sim_seconds(wl, hw, schedules[n]) for n, wl, c in layers)
+    assert set(schedules) == {ly[0] for ly in layers}, "schedules do not cover the VTA layers"
+    return 1e3 * sum(c * sim_seconds(wl, hw, schedules[n], ep) for n, wl, c, ep in layers)
 
 
 def default_latency_ms(model: str, hw) -> float:
-    """The model on ``hw`` with every layer at :func:`dcoc.vta.default_knobs`."""
+    """The model on ``hw`` with every layer at :func:`dcoc.vta.default_knobs` for its epilogue."""
     from dcoc.vta import default_knobs
 
-    return 1e3 * sum(c * sim_seconds(wl, hw, default_knobs(wl, hw)) for _, wl, c in vta_layers(model))
+    return 1e3 * sum(c * sim_seconds(wl, hw, default_knobs(wl, hw, epilogue=ep), ep)
+                     for _, wl, c, ep in vta_layers(model))
 
 
 def hw_fields(hw) -> dict:

@@ -137,7 +137,7 @@ def test_tune_task_other_hardware_and_task_objects(tmp_path):
     from tvm_plugin.frontend import model_tasks
 
     task = next(t for t in model_tasks("resnet18", "vta") if t.kind == "dense")
-    wl = next(w for n, w, _ in vta_layers("resnet18") if n == task.name)
+    wl = next(w for n, w, _, _ in vta_layers("resnet18") if n == task.name)
     r = dcoc.tune_task(task, hw=hw.name, tuner="random", trials=12, n_workers=0)
     check_task_result(r, wl, hw, "random", 12, 0)
 

@@ -64,7 +64,7 @@ def check_result(res: TuneResult, model: str, trials: int, tuner: str, seed: int
     assert (res.hardware.freq_mhz, res.hardware.bus_bytes) == (bd.clock_mhz(res.hardware), bd.bus_bytes)
     assert res.hardware.freq_mhz <= bd.freq_mhz
     # every VTA layer has a valid schedule, and the latency is real
-    assert set(res.schedules) == {n for n, _, _ in layers}
+    assert set(res.schedules) == {ly[0] for ly in layers}
     lat = model_latency_ms(model, res.hardware, res.schedules)
     assert res.latency_ms == pytest.approx(lat, rel=1e-9)
     assert res.throughput == pytest.approx(1000.0 / lat, rel=1e-9)
@@ -79,8 +79,8 @@ def check_result(res: TuneResult, model: str, trials: int, tuner: str, seed: int
     if board == "pynq":
         assert res.history[0] == (len(layers) - 1, pytest.approx(res.baseline_latency_ms, rel=1e-9))
     # per-layer table rows agree with the schedules
-    assert [r["layer"] for r in res.layers] == [n for n, _, _ in layers]
-    for r, (n, wl, c) in zip(res.layers, layers):
+    assert [r["layer"] for r in res.layers] == [ly[0] for ly in layers]
+    for r, (n, wl, c, _) in zip(res.layers, layers):
         assert r["count"] == c and r["device"] == "vta" and r["knobs"] == res.schedules[n]
     # records: exactly one line per trial, trial indices 0..trials-1
     rows = read_records(os.path.join(res.work_dir, "records.jsonl"))
@@ -270,7 +270,7 @@ def test_fixed_hardware_with_the_dcoc_tuner(tmp_path):
 
 def test_fixed_hardware_takes_the_board_clock(tmp_path):
     """A config name without a clock means the board's clock and bus, as in co-design."""
-    res = dcoc.tune("resnet18", target="vta", board="ultra96", trials=12, tuner="random",
+    res = dcoc.tune("resnet18", target="vta", board="ultra96", trials=16, tuner="random",
                     work_dir=str(tmp_path), hardware="1x16x16_i8w8a32_15_15_18_17", n_workers=0)
     assert (res.hardware.freq_mhz, res.hardware.bus_bytes) == (333.0, 16)
 
@@ -300,7 +300,7 @@ def test_hardware_that_does_not_fit_the_board(tmp_path, hardware, board, fragmen
     (dict(trials=0), DcocError, "trials must be >= 1"),
     (dict(board="de10"), ConfigError, "unknown board 'de10'"),
     (dict(hardware="9x9"), ConfigError, "cannot parse HW config"),
-    (dict(trials=5), DcocError, "11 VTA layers"),   # fewer trials than one schedule per layer
+    (dict(trials=5), DcocError, "15 VTA layers"),   # fewer trials than one schedule per layer
 ])
 def test_bad_arguments_are_one_line_errors(tmp_path, kw, exc, fragment):
     args = dict(target="vta", trials=20, tuner="random", work_dir=str(tmp_path / "wd"), n_workers=0)
@@ -328,11 +328,13 @@ def test_mobilenetv2_reports_cpu_layers(tmp_path_factory):
     assert len(depthwise) == 10
     assert "conv2d_224x224_3x32_k3s2" in cpu   # 3 input channels: the stem stays on the CPU
     # layers + CPU layers account for every task of the model
+    from dcoc.vta.report import model_layers
     from tvm_plugin.frontend import model_tasks
 
     tasks = model_tasks("mobilenetv2", "vta")
-    assert {t.name for t in tasks} | {t.name for t in tasks.cpu_ops} == \
-        {r["layer"] for r in res.layers} | cpu
+    assert {t.name for t in tasks if t.device == "vta"} <= {r["layer"] for r in res.layers}
+    assert {r["layer"] for r in res.layers} == {ly.name for ly in model_layers(tasks)[0]}
+    assert {t.name for t in tasks if t.device != "vta"} | {t.name for t in tasks.cpu_ops} == cpu
 
 
 def test_ultra96_board(tmp_path_factory):
@@ -363,7 +365,7 @@ def test_default_work_dir_is_found_again(tmp_path, monkeypatch):
                   hardware="pynq")
     assert c.work_dir == os.path.join("dcoc_runs", "resnet18_vta_pynq_hw-1x16x16_i8w8a32_15_15_18_17_random_s4")
     assert c.extra["replayed_trials"] == 0
-    d = dcoc.tune("resnet18", target="vta", trials=12, tuner="dcoc:select=topk", seed=4,
+    d = dcoc.tune("resnet18", target="vta", trials=16, tuner="dcoc:select=topk", seed=4,
                   n_workers=0, board="ultra96", hardware="1x16x16_i8w8a32_15_15_18_17")
     assert d.work_dir == os.path.join(
         "dcoc_runs", "resnet18_vta_ultra96_hw-1x16x16_i8w8a32_15_15_18_17_333MHz_bus16_dcoc-select-topk_s4")

@@ -89,7 +89,7 @@ def test_work_dir_that_is_a_file(tmp_path, capsys):
     f = tmp_path / "afile"
     f.write_text("x")
     for wd in (f, f / "sub"):
-        rc = main(["tune", "resnet18", "--trials", "11", "--tuner", "random", "--workers", "0",
+        rc = main(["tune", "resnet18", "--trials", "15", "--tuner", "random", "--workers", "0",
                    "-q", "--work-dir", str(wd)])
         assert rc == 2
         _one_line_error(capsys.readouterr().err, "work dir")
@@ -101,7 +101,7 @@ def test_unwritable_work_dir(tmp_path, capsys):
     d.mkdir()
     d.chmod(0o500)
     try:
-        rc = main(["tune", "resnet18", "--trials", "11", "--tuner", "random", "--workers", "0",
+        rc = main(["tune", "resnet18", "--trials", "15", "--tuner", "random", "--workers", "0",
                    "-q", "--work-dir", str(d / "wd")])
     finally:
         d.chmod(0o700)
@@ -110,7 +110,7 @@ def test_unwritable_work_dir(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("cmd", [
-    ["tune", "resnet18", "--trials", "11", "--tuner", "random", "--workers", "0", "-q"],
+    ["tune", "resnet18", "--trials", "15", "--tuner", "random", "--workers", "0", "-q"],
     ["tune-task", "C2", "--trials", "5", "-q"],
     ["models", "--zoo-only"],
     ["simulate", "resnet18"],
@@ -191,7 +191,7 @@ def test_truncated_last_line_is_still_tolerated(tmp_path, capsys):
 
 def test_work_dir_belongs_to_one_model_and_target(tmp_path, capsys):
     wd = str(tmp_path / "wd")
-    common = ["--trials", "11", "--tuner", "random", "--workers", "0", "-q", "--work-dir", wd]
+    common = ["--trials", "15", "--tuner", "random", "--workers", "0", "-q", "--work-dir", wd]
     assert main(["tune", "resnet18", *common]) == 0
     capsys.readouterr()
     with open(os.path.join(wd, "result.json")) as f:
@@ -212,7 +212,7 @@ def test_flush_cache_is_for_cpu_targets_and_reaches_the_llvm_tuner(tmp_path, cap
     import dcoc
 
     wd = str(tmp_path / "wd")
-    assert main(["tune", "resnet18", "--flush-cache", "--trials", "11", "--work-dir", wd]) == 2
+    assert main(["tune", "resnet18", "--flush-cache", "--trials", "15", "--work-dir", wd]) == 2
     _one_line_error(capsys.readouterr().err, "--flush-cache", "VTA")
     assert not os.path.exists(os.path.join(wd, "records.jsonl"))  # refused before any work
     got = {}
@@ -270,17 +270,17 @@ def test_json_dash_on_every_command(tmp_path, capsys):
     assert _json_out(capsys)["target"]
     assert main(["simulate", "resnet18", "--json", "-"]) == 0
     assert _json_out(capsys)["board"] == "pynq"
-    assert main(["tune", "resnet18", "--trials", "11", "--tuner", "random", "--workers", "0", "-q",
+    assert main(["tune", "resnet18", "--trials", "15", "--tuner", "random", "--workers", "0", "-q",
                  "--work-dir", wd, "--json", "-"]) == 0
     res = _json_out(capsys)
-    assert res["trials"] == 11 and res["latency_ms"] > 0
+    assert res["trials"] == 15 and res["latency_ms"] > 0
     assert not os.path.exists("-")
     rec = str(tmp_path / "c2.jsonl")
     assert main(["tune-task", "C2", "--trials", "6", "--tuner", "random", "-q", "--records", rec,
                  "--json", "-"]) == 0
     assert _json_out(capsys)["trials"] == 6
     assert main(["records", os.path.join(wd, "records.jsonl"), "--json", "-"]) == 0
-    assert _json_out(capsys)["records"] == 11
+    assert _json_out(capsys)["records"] == 15
     assert main(["plot", wd, "--json", "-"]) == 0
     assert _json_out(capsys)["files"] == [os.path.join(wd, "curve.png")]
     # a PATH: the report on stdout, the JSON in the file

@@ -67,6 +67,15 @@ def test_resnet18_vta_reference_workloads(tasks_of):
                                pad_left=1, pad_bottom=1, pad_right=1, dilation_h=1,
                                dilation_w=1, groups=1, out_height=56, out_width=56)
     assert c2.macs == 115_605_504 and c2.device == "vta"
+    # each occurrence's fused epilogue: every block's conv1 has the folded-BN bias, conv2 the
+    # bias and the residual add; the 1x1 shortcut convs a bias only
+    ep = {(e["bias"], e["residual"]): e["count"] for e in c2.epilogues}
+    assert ep == {(True, False): 2, (True, True): 2}
+    assert tl.by_name("conv2d_56x56_64x128_k1s2").epilogues == \
+        [{"bias": True, "residual": False, "count": 1}]
+    for t in tl:
+        if t.device == "vta":
+            assert sum(e["count"] for e in t.epilogues) == t.weight, t.name
     stem = [t for t in tl if t.device == "cpu"]
     assert [(t.name, t.weight) for t in stem] == [("conv2d_224x224_3x64_k7s2", 1)]
     assert stem[0].workload["pad_top"] == 3 and stem[0].workload["out_height"] == 112

@@ -48,30 +48,70 @@ def test_shift_kept_within_alu_range():
     assert exps["b"] == q.e_y and not math.isnan(q.e_w)
 
 
-def test_residual_schedule_adapted_when_accumulator_overflows():
-    """ResNet-18 C2's default schedule fits ACC with a bias-only epilogue but not with the
-    residual tile: the kernel adapts the tiling (and stays bit-exact vs the reference)."""
-    from dcoc.runtime.offload import Offload, conv_workload_dict
-    from dcoc.tasks import Task
-    from dcoc.vta import HWConfig
+def _c2_spec(rng, residual=True):
+    from dcoc.runtime.offload import conv_workload_dict
 
     wl = conv_workload_dict((1, 64, 56, 56), (64, 64, 3, 3), (1, 64, 56, 56), (1, 1),
                             (1, 1, 1, 1), (1, 1))
-    tasks = [Task(name="conv2d_56x56_64x64_k3s1", kind="conv2d", workload=wl, device="vta")]
-    rng = np.random.default_rng(0)
-    spec = dict(kind="conv2d", workload=wl, data_shape=(1, 64, 56, 56),
-                out_shape=(1, 64, 56, 56), weight=rng.integers(-20, 20, (64, 64, 3, 3)).astype(np.int8),
-                bias=rng.integers(-500, 500, 64).astype(np.int32), residual=True, round=True,
-                shift=9, clip=(0, 127), strides=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1))
-    off = Offload(HWConfig.preset("pynq"), {}, tasks)
-    k = off.kernel(spec)
-    assert not isinstance(k, str), k
-    assert k.note and "does not fit" in k.note and k.default
+    return wl, dict(kind="conv2d", workload=wl, data_shape=(1, 64, 56, 56),
+                    out_shape=(1, 64, 56, 56),
+                    weight=rng.integers(-20, 20, (64, 64, 3, 3)).astype(np.int8),
+                    bias=rng.integers(-500, 500, 64).astype(np.int32), residual=residual,
+                    round=True, shift=9, clip=(0, 127), strides=(1, 1), padding=(1, 1, 1, 1),
+                    dilation=(1, 1))
+
+
+def _sim_equals_ref(k, rng):
     x = rng.integers(-128, 128, (1, 64, 56, 56)).astype(np.int8)
     r = (rng.integers(-128, 128, (1, 64, 56, 56)).astype(np.int32) << 6)
-    off.backend = "sim"
+    k.owner.backend = "sim"
     a = k(x, r)
-    off.backend = "ref"
+    k.owner.backend = "ref"
     b = k(x, r)
     np.testing.assert_array_equal(a, b)
-    assert k.cycles > 0
+    assert k.cycles > 0 and k.compared == 1 and k.mismatches == 0
+
+
+def test_residual_layer_default_schedule_fits_its_epilogue():
+    """ResNet-18 C2 with a residual add is its own layer (``_res``); its default schedule
+    is chosen for that epilogue (the residual tile counted in ACC), so nothing is re-tiled."""
+    from dcoc.runtime.offload import Offload
+    from dcoc.tasks import Task
+    from dcoc.vta import HWConfig, default_knobs
+
+    rng = np.random.default_rng(0)
+    wl, spec = _c2_spec(rng)
+    tasks = [Task(name="conv2d_56x56_64x64_k3s1", kind="conv2d", workload=wl, device="vta",
+                  weight=2, epilogues=[{"bias": True, "residual": False, "count": 1},
+                                       {"bias": True, "residual": True, "count": 1}])]
+    hw = HWConfig.preset("pynq")
+    off = Offload(hw, {}, tasks)
+    k = off.kernel(spec)
+    assert not isinstance(k, str), k
+    assert k.name == "conv2d_56x56_64x64_k3s1_res" and k.default and not k.adapted
+    assert k.knobs == default_knobs(k.workload, hw, epilogue=k.epilogue)
+    # the bias-only default does not fit with the residual tile
+    assert k.knobs != default_knobs(k.workload, hw)
+    _sim_equals_ref(k, rng)
+
+
+def test_foreign_schedule_is_adapted_loudly():
+    """A schedule not tuned for the layer's epilogue (here: a bias-only schedule given for a
+    call site with a residual the tuner never saw) is re-tiled, with a warning."""
+    from dcoc.runtime.offload import Offload
+    from dcoc.tasks import Task
+    from dcoc.vta import HWConfig, default_knobs
+
+    rng = np.random.default_rng(0)
+    wl, spec = _c2_spec(rng)
+    tasks = [Task(name="conv2d_56x56_64x64_k3s1", kind="conv2d", workload=wl, device="vta")]
+    hw = HWConfig.preset("pynq")
+    k0 = Offload(hw, {}, tasks).kernel(_c2_spec(rng, residual=False)[1])
+    off = Offload(hw, {"conv2d_56x56_64x64_k3s1": dict(k0.knobs)}, tasks)
+    with pytest.warns(UserWarning, match="re-tiled"):
+        k = off.kernel(spec)
+    assert not isinstance(k, str), k
+    assert k.adapted and not k.default and "does not fit" in k.note
+    assert "not one the tuner timed" in k.note
+    assert k0.knobs == default_knobs(k0.workload, hw, epilogue=k0.epilogue)
+    _sim_equals_ref(k, rng)

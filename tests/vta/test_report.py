@@ -52,7 +52,7 @@ def test_simulate_model_resnet18():
     # every layer = simulate() with the default schedule and the model epilogue
     ly = rep.layers[0]
     wl = Conv2DWorkload.from_task(tasks[1])
-    assert ly.default and ly.knobs == default_knobs(wl, PYNQ)
+    assert ly.default and ly.knobs == default_knobs(wl, PYNQ, epilogue=MODEL_EPILOGUE)
     assert ly.cycles == simulate(wl, PYNQ, ly.knobs, epilogue=MODEL_EPILOGUE).cycles
     cpu = {c.name: c.count for c in rep.cpu_layers}
     assert cpu == {"conv2d_224x224_3x64_k7s2": 1, "dense_m1_n1000_k512": 1, "max_pool2d": 1,
@@ -150,7 +150,7 @@ def test_cli_simulate_bad_knobs_files(fake_frontend, capsys, tmp_path):
     assert "not valid JSON" in capsys.readouterr().err
     bad.write_text("[1, 2]")
     assert cli.main(["simulate", "resnet18", "--knobs", str(bad)]) == 2
-    assert "must map task names" in capsys.readouterr().err
+    assert "must map layer names" in capsys.readouterr().err
     bad.write_text(json.dumps({"nope": {"tile_h": 1}}))
     assert cli.main(["simulate", "resnet18", "--knobs", str(bad)]) == 2
     assert "unknown task" in capsys.readouterr().err

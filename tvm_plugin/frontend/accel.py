@@ -209,8 +209,14 @@ def _vta_tasks(mod, name: str = "") -> TaskList:
 
     # absorb each anchor's elementwise epilogue (bias, folded BN, ReLU/clip, residual add)
     absorbed: set[int] = set()
+    sigs: dict[int, tuple[bool, bool]] = {}  # anchor -> (bias, residual) of its epilogue
     for idx in sorted(anchors):
         cur = nodes[idx]
+        # the epilogue's structure as the quantizer absorbs it (relax_quantize.find_layers):
+        # constant adds before the residual are the bias; a same-shape activation add
+        # before the activation is the residual; anything later ends it
+        bias = residual = False
+        stage, tracking = 0, anchors[idx][0] != "batch_matmul"
         while True:
             us = users.get(cur.var, [])
             if len(us) != 1 or us[0] is None:
@@ -227,19 +233,42 @@ def _vta_tasks(mod, name: str = "") -> TaskList:
                 ok = all(is_const(a) for a in others)
             if not ok:
                 break
+            if tracking:
+                if u.relax_op in ("relax.add", "relax.subtract") and others and \
+                        all(is_const(a) for a in others):
+                    tracking = stage == 0
+                    bias = bias or tracking
+                elif u.relax_op == "relax.add" and stage == 0:
+                    residual, stage = True, 1
+                elif u.relax_op in ("relax.multiply", "relax.divide"):
+                    tracking = stage == 0
+                elif u.relax_op in ("relax.nn.relu", "relax.clip", "relax.maximum",
+                                    "relax.minimum", "tir:maximum", "tir:minimum", "tir:clip"):
+                    stage = 2
+                else:
+                    tracking = False
             absorbed.add(u.index)
             cur = u
+        sigs[idx] = (bias, residual)
 
     agg: dict[tuple, Task] = {}
     for idx in sorted(anchors):
         kind, wl, device = anchors[idx]
         key = (kind, device, tuple(sorted(wl.items())))
-        if key in agg:
-            agg[key].weight += 1
-            continue
-        macs = _conv_macs(wl) if "conv" in kind else _mm_macs(wl)
-        agg[key] = Task(name=task_name(kind, wl), kind=kind, workload=dict(wl), weight=1,
-                        macs=int(macs), device=device)
+        if key not in agg:
+            macs = _conv_macs(wl) if "conv" in kind else _mm_macs(wl)
+            agg[key] = Task(name=task_name(kind, wl), kind=kind, workload=dict(wl), weight=0,
+                            macs=int(macs), device=device)
+        t = agg[key]
+        t.weight += 1
+        if device == "vta":
+            bias, residual = sigs.get(idx, (False, False))
+            for e in t.epilogues:
+                if (e["bias"], e["residual"]) == (bias, residual):
+                    e["count"] += 1
+                    break
+            else:
+                t.epilogues.append({"bias": bias, "residual": residual, "count": 1})
     tasks = list(agg.values())
     _uniquify(tasks)
 
