@@ -885,16 +885,11 @@ class SystolicTarget(Target):
         per = max(wl.M, R) if hw.weight_double_buffer else wl.M + 2 * R + C - 2
         return folds * per / (hw.freq_mhz * 1e6)
 
-    def roofline_seconds(self, layer, hw) -> float:
-        """The layer's roofline bound on ``hw``: the larger of its compute bound (MACs /
-        (PEs x clock)) and its memory bound (the minimal bytes / DRAM bandwidth); no
-        schedule simulates faster (:func:`roofline`)."""
-        return roofline(layer.workload, hw)["bound"]
-
-    def roofline_ms(self, layer, hw) -> float:
-        """:meth:`roofline_seconds` in milliseconds (a per-layer table's roofline
-        fraction is this over the layer's measured ms)."""
-        return 1e3 * self.roofline_seconds(layer, hw)
+    def memory_seconds(self, layer, hw) -> float:
+        """The layer's memory bound on ``hw``: its minimal bytes over the DRAM bandwidth
+        (:func:`roofline`); with :meth:`ideal_seconds` it gives the roofline bound that no
+        schedule simulates faster than."""
+        return roofline(layer.workload, hw)["memory"]
 
     def measurer(self, n_workers=None):
         from dcoc.search.measure import FunctionMeasurer
