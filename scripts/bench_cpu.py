@@ -202,6 +202,8 @@ def main(argv=None) -> int:
     ap.add_argument("--population", type=int, default=None,
                     help="EvolutionarySearch population (default: tune_model's, 128)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="TVM runtime and ONNX Runtime threads (default: physical cores)")
     ap.add_argument("--work-dir", default=None, help="keep every run's work dir under this")
     ap.add_argument("--out", default=None, help="append rows (JSON lines) here as they finish")
     ap.add_argument("--summarize", nargs="+", default=None, metavar="ROWS",
@@ -214,6 +216,11 @@ def main(argv=None) -> int:
     if any(m <= 0 for m in minutes):
         print("bench_cpu: --budget-minutes must be > 0", file=sys.stderr)
         return 2
+    if a.threads is not None:
+        if a.threads < 1:
+            print("bench_cpu: --threads must be >= 1", file=sys.stderr)
+            return 2
+        os.environ["TVM_NUM_THREADS"] = str(a.threads)  # read by use_runtime_threads
     from dcoc.errors import DcocError
 
     try:

@@ -247,8 +247,11 @@ def profile_runs(executable, target, model_src, inputs: Mapping[str, np.ndarray]
     funcs, tuned_set = dict(functions or {}), set(tuned)
     rows = []
     for name in tvm_runs[0][1]:
-        func = funcs.get(name)
-        rows.append({"name": name, "kind": tvm_kind(name, func), "tuned": name in tuned_set,
+        # SplitLayoutRewritePreproc renames a prepacked kernel "<fused function>_prepacked"
+        base = name[: -len("_prepacked")] if name.endswith("_prepacked") else name
+        func = funcs.get(name) or funcs.get(base)
+        rows.append({"name": name, "kind": tvm_kind(name, func),
+                     "tuned": name in tuned_set or base in tuned_set,
                      "calls": tvm_runs[0][1][name][0],
                      "ms": float(statistics.median(r.get(name, [0, 0.0])[1] for _, r in tvm_runs)),
                      "flop": _flops(func) if func is not None else 0.0})
