@@ -54,14 +54,42 @@ def lower_for_tuning(mod, target="llvm", label: str = "model", prepack: bool | N
         relax.transform.FoldConstant(),
         relax.transform.FuseOps(),
         relax.transform.FuseTIR(),
-        *([relax.transform.AttachAttrLayoutFreeBuffers()] if prepack_weights(spec, prepack) else []),
     ])
     try:
         with _quiet_native_stderr(), t, tvm.transform.PassContext(opt_level=3):
-            return seq(mod)
+            fused = seq(mod)
+            return attach_layout_free(fused) if prepack_weights(spec, prepack) else fused
     except Exception as exc:  # noqa: BLE001
         raise ModelError(f"TVM failed to legalize/fuse '{label}' for {spec.kind}: "
                          f"{_first_line(exc)}") from None
+
+
+def attach_layout_free(fused):
+    """``AttachAttrLayoutFreeBuffers`` on a fused module, keeping the functions' names (the
+    pass re-adds every PrimFunc, which renames ``mean`` to ``mean1``)."""
+    from tvm import relax
+    from tvm.relax.expr_functor import PyExprMutator, mutator
+
+    after = relax.transform.AttachAttrLayoutFreeBuffers()(fused)
+    old = {gv.name_hint for gv in fused.get_global_vars()}
+    now = {gv.name_hint for gv in after.get_global_vars()}
+    rename = {n: n[:-1] for n in now if n not in old and n[:-1] in old and n[:-1] not in now}
+    if not rename:
+        return after
+    bb = relax.BlockBuilder()
+    new_gv = {gv: bb.add_func(f, rename.get(gv.name_hint, gv.name_hint))
+              for gv, f in after.functions.items() if not isinstance(f, relax.Function)}
+
+    @mutator
+    class _Rename(PyExprMutator):
+        def visit_global_var_(self, op):
+            return new_gv.get(op, op)
+
+    for gv, f in after.functions.items():
+        if isinstance(f, relax.Function):
+            bb.add_func(_Rename().visit_expr(f), gv.name_hint)
+    out = bb.get()
+    return out.with_attrs(after.attrs) if after.attrs else out
 
 
 def _is_lowered(mod) -> bool:

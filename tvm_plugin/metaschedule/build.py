@@ -354,7 +354,7 @@ def compile_model(database, mod, target, params: Mapping | None = None,
     from tvm.s_tir import meta_schedule as ms
 
     from tvm_plugin.frontend import _is_lowered
-    from tvm_plugin.frontend.lowering import prepack_weights
+    from tvm_plugin.frontend.lowering import attach_layout_free, prepack_weights
 
     if _is_lowered(mod):
         raise DcocError("compile_model needs the unfused module (Model.mod / load_model()), "
@@ -386,8 +386,9 @@ def compile_model(database, mod, target, params: Mapping | None = None,
         m = tvm.transform.Sequential([
             *dispatch, relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
             relax.transform.FoldConstant(), relax.transform.FuseOps(), relax.transform.FuseTIR(),
-            *([relax.transform.AttachAttrLayoutFreeBuffers()] if pack else []),
         ])(m)
+        if pack:
+            m = attach_layout_free(m)
         m = MetaScheduleApplyDatabase(enable_warning=False)(m)
         report["tuned"], report["untuned"] = _scheduled_funcs(m)
         if pack:
