@@ -4,7 +4,7 @@
     python -m scripts.bench --suite full      # hours: every evaluation layer, 2000-trial co-design
     python -m scripts.bench --sections codesign   # rerun one section; the others stay as they are
 
-RESULTS.md is exactly what this writes: a header and four sections, each stating its
+RESULTS.md is exactly what this writes: a header and five sections, each stating its
 command, budget, seeds and what decides (paired tests against the default tuner
 ``surrogate``; the paper's method ``dcoc`` also against its ablations):
 1. VTA simulator: calibration against measured PYNQ times; simulation speed.
@@ -13,6 +13,8 @@ command, budget, seeds and what decides (paired tests against the default tuner
 3. Co-design (hardware + schedules): the DCOC family vs the baselines at the same budget;
    the hardware configs explored (Pareto view).
 4. MetaSchedule (llvm): the surrogate strategy vs EvolutionarySearch vs ReplayTrace.
+5. CPU vs ONNX Runtime: tuned models (dcoc's default tuner, EvolutionarySearch) at equal
+   wall-clock budgets, as latency ratios to ONNX Runtime on the same threads.
 Every number is measured in this run; nothing is typed in.
 """
 from __future__ import annotations
@@ -44,12 +46,15 @@ SUITES = {
                                  "sweep", "xgb"],
                          seeds=[0, 1, 2, 3, 4], trials=100),
         "metaschedule": dict(budgets=[64], seeds=[0], population=128),
+        # wall-clock budgets: 4 models x 2 tuners x 2 min
+        "cpu": dict(models=None, minutes=[2.0], seed=0),
     },
     "full": {
         "sw": dict(layers="evaluation", seeds=[0, 1, 2, 3, 4], budget=1000, tuners=None),
         "codesign": dict(models=["resnet18", "mobilenetv2"], boards=["pynq", "ultra96"], tuners=None,
                          seeds=[0, 1, 2], trials=2000),
         "metaschedule": dict(budgets=[64, 256], seeds=[0, 1, 2], population=None),
+        "cpu": dict(models=None, minutes=[10.0, 60.0], seed=0),
     },
 }
 
@@ -447,6 +452,27 @@ def section_metaschedule(cfg: dict, img: str) -> tuple[str, dict]:
     return "\n".join(md), {"rows": rows}
 
 
+def section_cpu(cfg: dict, img: str) -> tuple[str, dict]:
+    from scripts import bench_cpu
+
+    t0 = time.perf_counter()
+    models = cfg.get("models") or list(bench_cpu.TUNING_MODELS)
+    rows = bench_cpu.run(models, cfg["minutes"], seed=cfg["seed"],
+                         log=lambda line: print(line, file=sys.stderr, flush=True))
+    wall = time.perf_counter() - t0
+    md = ["## 5. CPU: tuned models vs ONNX Runtime", "",
+          f"Command: `python -m scripts.bench_cpu --models {' '.join(models)} --budget-minutes "
+          f"{' '.join(f'{m:g}' for m in cfg['minutes'])} --seed {cfg['seed']}`.  Each tuner tunes "
+          "each model in a fresh work dir until the wall-clock budget runs out (MetaSchedule's "
+          "EvolutionarySearch at population 128, dcoc's default tuner as a MetaSchedule "
+          "strategy), with the same compile pipeline (weight prepacking, host `-mcpu`, the "
+          "TVM runtime on all physical cores); every compiled model and ONNX Runtime (CPU EP, "
+          "same thread count) are re-timed in alternating rounds.  Numbers depend on the "
+          "machine and its load.", "", bench_cpu.summarize(rows),
+          f"_Section wall time {wall:.0f} s._\n"]
+    return "\n".join(md), {"rows": rows}
+
+
 def _jsonable(x):
     """``x`` with tuple dict keys joined by ``|`` (raw results keep their structure)."""
     if isinstance(x, dict):
@@ -457,7 +483,8 @@ def _jsonable(x):
 
 
 #: the sections in file order, by the ``## N. `` prefix of their headings
-SECTIONS = {"simulator": "## 1. ", "sw": "## 2. ", "codesign": "## 3. ", "metaschedule": "## 4. "}
+SECTIONS = {"simulator": "## 1. ", "sw": "## 2. ", "codesign": "## 3. ", "metaschedule": "## 4. ",
+            "cpu": "## 5. "}
 
 
 def split_sections(text: str) -> tuple[str, dict]:
@@ -501,6 +528,8 @@ def main(argv=None) -> int:
             md, data = section_sw(cfg["sw"], img)
         elif name == "codesign":
             md, data = section_codesign(cfg["codesign"], img)
+        elif name == "cpu":
+            md, data = section_cpu(cfg["cpu"], img)
         else:  # metaschedule (argparse admits only SECTIONS)
             md, data = section_metaschedule(cfg["metaschedule"], img)
         parts.append(md)

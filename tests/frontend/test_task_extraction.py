@@ -255,8 +255,10 @@ def test_tasks_match_compile_relax_pipeline(monkeypatch):
     from tvm import relax
     from tvm.s_tir import meta_schedule as ms
 
-    from tvm_plugin.frontend import load, resolve_target
+    from tvm_plugin.frontend import load, lowering, resolve_target
 
+    # compile_relax knows nothing of weight prepacking (compile_model applies it)
+    monkeypatch.setattr(lowering, "PREPACK_WEIGHTS", False)
     model = load("transformer")
     spec = resolve_target({"kind": "llvm", "num-cores": 2})
     ours = model.tasks(spec)

@@ -213,6 +213,36 @@ def close_builder(builder) -> None:
         close()
 
 
+# ============================================================================ threads
+def runtime_threads(target=None) -> int:
+    """The TVM runtime's thread count for ``target``: ``TVM_NUM_THREADS`` when set, else the
+    target's ``num-cores`` (physical cores for ``"llvm"``)."""
+    env = os.environ.get("TVM_NUM_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    if target is not None:
+        attrs = getattr(target, "attrs", None)
+        n = attrs.get("num-cores") if attrs is not None else None
+        if n:
+            return int(n)
+    return _physical_cores()
+
+
+def use_runtime_threads(target=None) -> int:
+    """Make the TVM runtime run on :func:`runtime_threads` threads, and return that number.
+
+    TVM's CPU thread pool sizes itself on first use from ``TVM_NUM_THREADS``, else from
+    half of ``std::thread::hardware_concurrency()`` on x86 (it assumes two hyper-threads
+    per core): on a 2-core machine without SMT a compiled model ran on ONE thread while
+    ONNX Runtime ran on two.  This sets ``TVM_NUM_THREADS`` (unless the user did) before
+    the pool exists, in this process and in the measurement workers it starts later.
+    Called by :func:`make_runner`, :func:`measure_latency` and :func:`make_model_runner`.
+    """
+    n = runtime_threads(target)
+    os.environ.setdefault("TVM_NUM_THREADS", str(n))
+    return int(os.environ["TVM_NUM_THREADS"])
+
+
 # ============================================================================ runner
 def evaluator_config(number: int | None = None, repeat: int | None = None,
                      min_repeat_ms: int | None = None, flush_cache: bool = False):
@@ -256,6 +286,8 @@ def make_runner(spec: Any = "local", timeout_sec: float = 30.0, evaluator=None,
 
     if not isinstance(spec, str):
         return spec
+    if spec == "local":
+        use_runtime_threads()
     ev = evaluator if evaluator is not None else evaluator_config()
     if spec == "local":
         return ms.runner.LocalRunner(timeout_sec=timeout_sec, evaluator_config=ev)
@@ -290,7 +322,7 @@ def _scheduled_funcs(mod) -> tuple[list[str], list[str]]:
 
 
 def compile_model(database, mod, target, params: Mapping | None = None,
-                  min_tuned: int = 0):
+                  min_tuned: int = 0, prepack: bool | None = None):
     """Compile the *unfused* Relax module ``mod`` with the schedules in ``database``.
 
     Runs the pipeline of ``ms.relax_integration.compile_relax`` (library dispatch,
@@ -299,7 +331,18 @@ def compile_model(database, mod, target, params: Mapping | None = None,
     PrimFuncs the database replaced.  ``database=None`` compiles untuned (the same
     pipeline with an empty database: the baseline).
 
-    Returns ``(executable, report)``; report = ``{"tuned": [names], "untuned": [names]}``.
+    CPU (llvm) targets, unless ``prepack=False`` or
+    ``tvm_plugin.frontend.lowering.PREPACK_WEIGHTS`` is off: TVM's weight prepacking
+    (``static_shape_tuning_pipeline(cpu_weight_prepack=True)``) -- the fused functions'
+    constant weights are marked layout-free (``AttachAttrLayoutFreeBuffers``, as at task
+    extraction, so the database keys match), each tuned schedule's weight layout rewrite is
+    split out of the kernel (``SplitLayoutRewritePreproc``) and folded into the constants at
+    compile time (``FoldConstant``): the kernels read weights packed in their tile order and
+    nothing repacks them at run time.
+
+    Returns ``(executable, report)``; report = ``{"tuned": [names], "untuned": [names],
+    "functions": {name: PrimFunc}}`` (the compiled model's fused PrimFuncs, after the
+    schedules were applied).
     Raises DcocError if fewer than ``min_tuned`` functions were replaced (e.g. a fused
     module was passed: compile_relax fuses again and every lookup misses).
     """
@@ -311,6 +354,7 @@ def compile_model(database, mod, target, params: Mapping | None = None,
     from tvm.s_tir import meta_schedule as ms
 
     from tvm_plugin.frontend import _is_lowered
+    from tvm_plugin.frontend.lowering import attach_layout_free, prepack_weights
 
     if _is_lowered(mod):
         raise DcocError("compile_model needs the unfused module (Model.mod / load_model()), "
@@ -334,6 +378,7 @@ def compile_model(database, mod, target, params: Mapping | None = None,
                     relax.transform.ComputePrimValue(), relax.transform.VMShapeLower(),
                     relax.transform.AttachGlobalSymbol()]
     is_gpu = rp.BackendDispatcher.is_gpu_target(target)
+    pack = prepack_weights(target, prepack)
     report: dict = {}
 
     @tvm.transform.module_pass(opt_level=3)
@@ -342,8 +387,16 @@ def compile_model(database, mod, target, params: Mapping | None = None,
             *dispatch, relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
             relax.transform.FoldConstant(), relax.transform.FuseOps(), relax.transform.FuseTIR(),
         ])(m)
+        if pack:
+            m = attach_layout_free(m)
         m = MetaScheduleApplyDatabase(enable_warning=False)(m)
         report["tuned"], report["untuned"] = _scheduled_funcs(m)
+        if pack:
+            m = tvm.transform.Sequential([relax.transform.SplitLayoutRewritePreproc(),
+                                          relax.transform.FoldConstant(),
+                                          relax.transform.DeadCodeElimination()])(m)
+        report["functions"] = {gv.name_hint: f for gv, f in m.functions.items()
+                               if isinstance(f, tvm.tirx.PrimFunc)}
         if is_gpu:
             m = dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(),
                                         dl.gpu.GeneralReduction(), dl.gpu.Fallback())(m)
@@ -384,6 +437,7 @@ def make_model_runner(executable, target, input_names: Sequence[str],
     """``run({input name: ndarray}) -> [numpy outputs]`` for a compiled Relax executable."""
     from tvm import relax
 
+    use_runtime_threads(target)
     dev = device_of(target)
     vm = relax.VirtualMachine(executable, dev)
     names = list(input_names)
@@ -412,6 +466,7 @@ def measure_latency(executable, target, inputs: Sequence[np.ndarray], number: in
     and a slow untuned model is run once per timing)."""
     from tvm import relax
 
+    use_runtime_threads(target)
     dev = device_of(target)
     vm = relax.VirtualMachine(executable, dev)
     args = _to_device(inputs, dev)
@@ -461,3 +516,72 @@ def resolve_tvm_target(target):
     if spec.is_vta:
         raise TargetError("this function needs a TVM target (llvm, cuda or a JSON dict), not vta")
     return spec.tvm
+
+
+# ============================================================================ wall budget
+def _make_deadline_strategy():
+    import time
+
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
+
+    @derived_object
+    class DeadlineStrategy(PySearchStrategy):
+        """Any MetaSchedule search strategy (MetaSchedule's own or a dcoc one), stopped after
+        ``seconds`` of tuning: past the deadline ``generate_measure_candidates`` returns
+        None, which ends each task at its next turn.  The clock starts at the first batch
+        any clone asks for (model loading and task extraction do not count); clones share
+        it.  ``state["stopped_by_deadline"]`` says whether it ended the run."""
+
+        def __init__(self, inner, seconds: float, state: dict | None = None):
+            self.inner = inner
+            self.seconds = float(seconds)
+            self.state = state if state is not None else {}
+
+        @property
+        def results(self) -> dict:
+            return dict(getattr(self.inner, "results", {}) or {})
+
+        def limit_total(self, max_trials_global: int) -> None:
+            if hasattr(self.inner, "limit_total"):
+                self.inner.limit_total(max_trials_global)
+
+        def _initialize_with_tune_context(self, context) -> None:
+            self.inner._initialize_with_tune_context(context)
+
+        def pre_tuning(self, max_trials, num_trials_per_iter, design_spaces, database=None,
+                       cost_model=None) -> None:
+            self.inner.pre_tuning(max_trials, num_trials_per_iter, design_spaces, database,
+                                  cost_model)
+
+        def post_tuning(self) -> None:
+            self.inner.post_tuning()
+
+        def generate_measure_candidates(self):
+            now = time.perf_counter()
+            start = self.state.setdefault("start", now)
+            if now - start >= self.seconds:
+                self.state["stopped_by_deadline"] = True
+                return None
+            return self.inner.generate_measure_candidates()
+
+        def notify_runner_results(self, measure_candidates, results) -> None:
+            self.inner.notify_runner_results(measure_candidates, results)
+
+        def clone(self):
+            return DeadlineStrategy(self.inner.clone(), self.seconds, self.state)
+
+    return DeadlineStrategy
+
+
+_DS = None
+
+
+def deadline_strategy(inner, seconds: float, state: dict | None = None):
+    """``inner`` (a MetaSchedule search strategy) that stops after ``seconds`` of tuning
+    (wall clock from its first batch); pass it as ``tune_model(..., strategy=...)`` with a
+    trial count that the deadline, not the count, is meant to end."""
+    global _DS
+    if _DS is None:
+        _DS = _make_deadline_strategy()
+    return _DS(inner, seconds, state)

@@ -1,0 +1,236 @@
+"""Tuned models next to ONNX Runtime on this CPU, at equal wall-clock tuning budgets.
+
+    python -m scripts.bench_cpu                                   # 4 models x 10 and 60 min
+    python -m scripts.bench_cpu --quick                           # 2 min per tuner and model
+    python -m scripts.bench_cpu --models small_cnn --budget-minutes 3 --out rows.jsonl
+    python -m scripts.bench_cpu --summarize rows.jsonl            # read-out only
+
+For each model (``scripts.bench_metaschedule``'s tuning set: ``small_cnn``, ``transformer``,
+``mobilenetv2`` and ``resnet18`` at 1x3x64x64) it compiles the untuned model, then tunes
+with each tuner (default: dcoc's default tuner and MetaSchedule's EvolutionarySearch) for
+each budget in a fresh work dir: ``tune_model`` with the strategy wrapped by
+:func:`tvm_plugin.metaschedule.build.deadline_strategy`, so tuning stops when the wall
+clock runs out (the clock starts at the first batch; the trial cap, 4 per second of
+budget, is set so that the clock, not the count, ends a run).  All of a model's compiled
+versions and ONNX Runtime (CPU EP) are then re-timed in alternating rounds on the same
+threads (the TVM runtime's = ``intra_op_num_threads``), and reported as latency ratios to
+ONNX Runtime (< 1: faster than ONNX Runtime) with geomeans over the models.
+Every tuner gets the same compile pipeline (``compile_model``: weight prepacking, the
+host's ``-mcpu``, the runtime on all physical cores).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+
+from scripts.bench_metaschedule import TUNING_MODELS, load_model
+
+#: MetaSchedule's EvolutionarySearch as ``tune_model`` names it
+EVOLUTIONARY = "evolutionary"
+#: trial cap per second of budget (the deadline is meant to end a run)
+TRIALS_PER_SECOND = 4
+QUICK_MINUTES = (2.0,)
+FULL_MINUTES = (10.0, 60.0)
+
+
+def default_tuners() -> list[str]:
+    from dcoc.tuners import DEFAULT
+
+    return [DEFAULT, EVOLUTIONARY]
+
+
+def _key(tuner: str, minutes: float) -> str:
+    return f"{tuner}@{minutes:g}min"
+
+
+def tune_within(model, tuner: str, minutes: float, seed: int, work_dir: str,
+                population: int | None = None):
+    """``tune_model`` stopped by the wall clock after ``minutes`` of tuning; returns
+    (TuneResult, stopped_by_deadline)."""
+    from tvm_plugin.metaschedule.build import deadline_strategy
+    from tvm_plugin.metaschedule.tuning import make_strategy, tune_model
+
+    inner, cost_model = make_strategy(tuner, seed=seed, population=population or 128)
+    state: dict = {}
+    strategy = deadline_strategy(inner, minutes * 60.0, state)
+    trials = max(1, int(math.ceil(minutes * 60.0 * TRIALS_PER_SECOND)))
+    r = tune_model(model, "llvm", trials=trials, tuner=tuner, seed=seed, work_dir=work_dir,
+                   strategy=strategy, cost_model=cost_model, measure=False, baseline=False,
+                   progress=False)
+    return r, bool(state.get("stopped_by_deadline"))
+
+
+def run(models=TUNING_MODELS, minutes=FULL_MINUTES, tuners=None, seed: int = 0,
+        work_dir: str | None = None, population: int | None = None, rounds: int = 3,
+        out: str | None = None, log=None) -> list[dict]:
+    """Rows ``{model, strategy, minutes, ms, ort_ms, ratio, ...}``, one per compiled model
+    (``untuned`` and ``tuner@Nmin``) and one ``onnxruntime`` row per model."""
+    from tvm_plugin.metaschedule.build import (
+        compile_model,
+        random_inputs,
+        resolve_tvm_target,
+        use_runtime_threads,
+    )
+    from tvm_plugin.metaschedule.profile import interleaved_latency
+
+    say = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    tuners = list(tuners or default_tuners())
+    root = work_dir or tempfile.mkdtemp(prefix="dcoc-bench-cpu-")
+    tgt = resolve_tvm_target("llvm")
+    threads = use_runtime_threads(tgt)
+    rows: list[dict] = []
+
+    def emit(row):
+        rows.append(row)
+        if out:
+            with open(out, "a") as f:
+                f.write(json.dumps(row) + "\n")
+
+    for name in models:
+        model, src = load_model(name)
+        ex0, _ = compile_model(None, model.mod, tgt)
+        exes, meta = {"untuned": ex0}, {"untuned": {"minutes": 0.0}}
+        for m in minutes:
+            for tuner in tuners:
+                wd = os.path.join(root, f"{name}_{m:g}min_{tuner.replace(':', '_')}_{seed}")
+                t0 = time.perf_counter()
+                r, by_clock = tune_within(model, tuner, m, seed, wd, population)
+                k = _key(tuner, m)
+                exes[k] = r.executable
+                meta[k] = {"minutes": m, "tuner": tuner, "trials": r.extra.get("new_trials"),
+                           "tuning_s": r.extra.get("tuning_seconds"),
+                           "wall_s": round(time.perf_counter() - t0, 1),
+                           "stopped_by": "clock" if by_clock else "trial cap",
+                           "untuned_functions": len(r.extra.get("untuned_functions", [])),
+                           "tuned_functions": len(r.extra.get("tuned_functions", []))}
+                say(f"bench_cpu: {name} {k}: {meta[k]['trials']} trials in "
+                    f"{meta[k]['tuning_s']} s (stopped by {meta[k]['stopped_by']})")
+        inputs = random_inputs(model.input_shapes, model.input_dtypes, seed=seed)
+        t = interleaved_latency(exes, tgt, inputs, list(model.input_shapes), src, threads,
+                                rounds=rounds)
+        ort = t["onnxruntime"]
+        emit({"model": name, "strategy": "onnxruntime", "ms": ort, "threads": threads})
+        for k in exes:
+            emit({"model": name, "strategy": k, "ms": t[k], "ort_ms": ort, "ratio": t[k] / ort,
+                  "threads": threads, **meta[k]})
+        say(f"bench_cpu: {name}: ONNX Runtime {ort:.3f} ms; " +
+            ", ".join(f"{k} {t[k] / ort:.2f}x" for k in exes))
+        del exes
+    return rows
+
+
+def _gmean(xs) -> float:
+    xs = [x for x in xs if x and math.isfinite(x) and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
+
+
+def summarize(rows: list[dict]) -> str:
+    """Markdown: latency / ONNX Runtime per model and strategy, geomeans, and the targets."""
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    strategies = list(dict.fromkeys(r["strategy"] for r in rows if r["strategy"] != "onnxruntime"))
+    ort = {r["model"]: r for r in rows if r["strategy"] == "onnxruntime"}
+    by = {(r["model"], r["strategy"]): r for r in rows if r["strategy"] != "onnxruntime"}
+    head = ["model", "ONNX Runtime ms"] + strategies
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for m in models:
+        cells = [m, f"{ort[m]['ms']:.3f}" if m in ort else "-"]
+        for s in strategies:
+            r = by.get((m, s))
+            cells.append(f"{r['ratio']:.2f}" if r else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    gm = {s: _gmean(by[(m, s)]["ratio"] for m in models if (m, s) in by) for s in strategies}
+    lines.append("| **geomean** | | " + " | ".join(f"**{gm[s]:.2f}**" for s in strategies) + " |")
+    lines += ["", "Latency / ONNX Runtime latency (< 1: faster than ONNX Runtime), re-timed "
+                  "interleaved on the same threads."]
+    tuned = [r for r in by.values() if r.get("tuner")]
+    if tuned:
+        lines += ["", "| model | run | trials | tuning s | stopped by | functions tuned / untuned |",
+                  "|---|---|---:|---:|---|---|"]
+        for r in tuned:
+            lines.append(f"| {r['model']} | {r['strategy']} | {r.get('trials')} | "
+                         f"{r.get('tuning_s')} | {r.get('stopped_by')} | "
+                         f"{r.get('tuned_functions')} / {r.get('untuned_functions')} |")
+    mins = sorted({r["minutes"] for r in tuned})
+    notes = []
+    for s in strategies:
+        if s == "untuned":
+            continue
+        at_or_below = sum(1 for m in models if (m, s) in by and by[(m, s)]["ratio"] <= 1.0)
+        notes.append(f"`{s}`: geomean {gm[s]:.2f}, <= 1.0 on {at_or_below} of "
+                     f"{sum(1 for m in models if (m, s) in by)} models")
+    if mins:
+        lo, hi = mins[0], mins[-1]
+        tuner_names = list(dict.fromkeys(r["tuner"] for r in tuned))
+        ours = next((t for t in tuner_names if t != EVOLUTIONARY), None)
+        if ours and EVOLUTIONARY in tuner_names:
+            a, b = _key(ours, lo), _key(EVOLUTIONARY, hi)
+            pairs = [by[(m, a)]["ms"] / by[(m, b)]["ms"] for m in models
+                     if (m, a) in by and (m, b) in by]
+            if pairs:
+                notes.append(f"`{a}` / `{b}` latency: geomean {_gmean(pairs):.2f} over "
+                             f"{len(pairs)} models (<= 1: {ours} at {lo:g} min reaches "
+                             f"EvolutionarySearch's {hi:g}-min latency)")
+    if notes:
+        lines += [""] + [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def read_rows(paths) -> list[dict]:
+    rows = []
+    for p in paths:
+        with open(p) as f:
+            rows += [json.loads(line) for line in f if line.strip()]
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m scripts.bench_cpu",
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("--models", nargs="+", default=list(TUNING_MODELS), choices=list(TUNING_MODELS))
+    ap.add_argument("--budget-minutes", nargs="+", type=float, default=None,
+                    help=f"wall-clock tuning budgets (default {' '.join(map(str, FULL_MINUTES))})")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"budget {QUICK_MINUTES[0]:g} min (make bench's quick suite)")
+    ap.add_argument("--tuners", nargs="+", default=None,
+                    help="dcoc tuner names/specs or 'evolutionary' (default: dcoc's default and "
+                         "evolutionary)")
+    ap.add_argument("--population", type=int, default=None,
+                    help="EvolutionarySearch population (default: tune_model's, 128)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="TVM runtime and ONNX Runtime threads (default: physical cores)")
+    ap.add_argument("--work-dir", default=None, help="keep every run's work dir under this")
+    ap.add_argument("--out", default=None, help="append rows (JSON lines) here as they finish")
+    ap.add_argument("--summarize", nargs="+", default=None, metavar="ROWS",
+                    help="only print the summary of these row files")
+    a = ap.parse_args(argv)
+    if a.summarize:
+        print(summarize(read_rows(a.summarize)))
+        return 0
+    minutes = a.budget_minutes or (QUICK_MINUTES if a.quick else FULL_MINUTES)
+    if any(m <= 0 for m in minutes):
+        print("bench_cpu: --budget-minutes must be > 0", file=sys.stderr)
+        return 2
+    if a.threads is not None:
+        if a.threads < 1:
+            print("bench_cpu: --threads must be >= 1", file=sys.stderr)
+            return 2
+        os.environ["TVM_NUM_THREADS"] = str(a.threads)  # read by use_runtime_threads
+    from dcoc.errors import DcocError
+
+    try:
+        rows = run(a.models, minutes, a.tuners, a.seed, a.work_dir, a.population, out=a.out)
+    except DcocError as exc:
+        print(f"bench_cpu: {exc}", file=sys.stderr)
+        return 2
+    print(summarize(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The CPU compile pipeline (weight prepacking, runtime threads), the wall-clock budget
+and the profile beside ONNX Runtime -- real builds, runs and ONNX Runtime sessions on a
+small conv model."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.tvm.conftest import conv_onnx
+
+
+def _ort(model_proto, x):
+    import onnxruntime as ort
+
+    s = ort.InferenceSession(model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    return s.run(None, {"x": x})[0]
+
+
+def test_runtime_threads_follow_the_target_unless_the_user_set_them(monkeypatch, llvm):
+    from tvm_plugin.metaschedule.build import runtime_threads, use_runtime_threads
+
+    monkeypatch.delenv("TVM_NUM_THREADS", raising=False)
+    cores = int(llvm.tvm.attrs["num-cores"])
+    assert runtime_threads(llvm.tvm) == cores
+    assert use_runtime_threads(llvm.tvm) == cores
+    import os
+
+    assert os.environ["TVM_NUM_THREADS"] == str(cores)
+    monkeypatch.setenv("TVM_NUM_THREADS", "1")
+    assert use_runtime_threads(llvm.tvm) == 1
+
+
+def test_prepacked_tuned_model_matches_onnxruntime_and_folds_the_packing(tmp_path, llvm):
+    """Tuned with weight prepacking (the default on llvm): every tuned conv reads a packed
+    constant (its weight buffer is no longer OIHW), nothing repacks at run time, and the
+    outputs match ONNX Runtime."""
+    from tvm import tirx
+
+    from tvm_plugin.frontend import load
+    from tvm_plugin.frontend.lowering import prepack_weights
+    from tvm_plugin.metaschedule.build import compile_model
+    from tvm_plugin.metaschedule.tuning import tune_model
+
+    assert prepack_weights(llvm)
+    proto = conv_onnx(c=8, oc=16, h=12, w=12)
+    m = load(proto, name="conv8")
+    # the task carries the layout-free attribute MetaSchedule's RewriteLayout needs
+    (task,) = m.tasks(llvm)
+    func = next(f for f in task.ms_task.dispatched[0].functions.values()
+                if isinstance(f, tirx.PrimFunc))
+    assert "layout_free_buffers" in (func.attrs or {})
+    r = tune_model(m, llvm, trials=8, seed=0, work_dir=str(tmp_path / "wd"), progress=False,
+                   baseline=False, keep_untuned_if_faster=False)
+    x = np.random.default_rng(1).standard_normal((1, 8, 12, 12)).astype("float32")
+    np.testing.assert_allclose(r.run({"x": x})[0], _ort(proto, x), rtol=1e-4, atol=1e-5)
+    from tvm.s_tir import meta_schedule as ms
+
+    ex, report = compile_model(ms.database.JSONDatabase(work_dir=str(tmp_path / "wd")), m.mod,
+                               llvm.tvm)
+    assert report["tuned"]
+    oihw = "T.int64(16), T.int64(8), T.int64(3), T.int64(3)"
+
+    def signature(f):
+        text = f.script()
+        return text[text.index("def main("):].split("\n")[0]
+
+    # the tuned kernel is renamed "<function>_prepacked" and reads a packed constant
+    packed = {n: signature(f) for n, f in report["functions"].items()
+              if n.endswith("_prepacked") and n[: -len("_prepacked")] in report["tuned"]}
+    assert packed and all(oihw not in sig for sig in packed.values()), packed
+    # the packing itself was folded: no function of the executable repacks weights
+    assert all(n.endswith("_prepacked") or n not in report["tuned"] for n in report["functions"])
+    # without prepacking the weights stay in OIHW
+    _, plain = compile_model(None, m.mod, llvm.tvm, prepack=False)
+    assert any(oihw in signature(f) for f in plain["functions"].values())
+
+
+def test_deadline_strategy_stops_tuning_and_forwards_everything_else(tmp_path, llvm):
+    from tvm_plugin.frontend import load
+    from tvm_plugin.metaschedule.build import deadline_strategy
+    from tvm_plugin.metaschedule.tuning import make_strategy, tune_model
+
+    m = load(conv_onnx(c=8, oc=8, h=8, w=8), name="conv8s")
+    # no time: no candidate is measured, the model still compiles (untuned)
+    inner, cm = make_strategy("surrogate", seed=0)
+    state: dict = {}
+    r = tune_model(m, llvm, trials=64, work_dir=str(tmp_path / "a"), progress=False,
+                   strategy=deadline_strategy(inner, 0.0, state), cost_model=cm, baseline=False)
+    assert state["stopped_by_deadline"] and r.extra["new_trials"] == 0
+    assert np.isfinite(r.latency_ms)
+    # a deadline far away: the trial count ends the run, every batch went through the wrapper
+    for tuner in ("surrogate", "evolutionary"):
+        inner, cm = make_strategy(tuner, seed=0, population=16)
+        state = {}
+        r = tune_model(m, llvm, trials=4, work_dir=str(tmp_path / tuner), progress=False,
+                       strategy=deadline_strategy(inner, 1e6, state), cost_model=cm,
+                       baseline=False, measure=False)
+        assert not state.get("stopped_by_deadline") and r.extra["new_trials"] == 4
+        assert r.extra["tuned_functions"]
+
+
+def test_profile_splits_time_by_kind_beside_onnxruntime(llvm):
+    from tvm_plugin.frontend import load
+    from tvm_plugin.metaschedule.build import compile_model
+    from tvm_plugin.metaschedule.profile import KINDS, format_profile, gap_rows, profile_compiled
+
+    proto = conv_onnx(c=8, oc=16, h=12, w=12)
+    m = load(proto, name="conv8")
+    ex, report = compile_model(None, m.mod, llvm.tvm)
+    prof = profile_compiled(ex, report, llvm.tvm, m, proto.SerializeToString(), runs=5,
+                            label="untuned")
+    t, o = prof["tvm"], prof["onnxruntime"]
+    assert [f["kind"] for f in t["functions"]][0] == "conv"
+    assert not any(f["tuned"] for f in t["functions"])
+    assert {n["kind"] for n in o["nodes"]} <= set(KINDS) and o["nodes"]
+    assert any(n["kind"] == "conv" for n in o["nodes"])
+    assert 0 < t["kernels_ms"] and 0 < o["kernels_ms"]
+    rows = gap_rows(prof)
+    total = rows[-1]
+    assert total["part"].startswith("total")
+    assert sum(r["gap_ms"] for r in rows[:-1]) == pytest.approx(total["gap_ms"], rel=1e-6, abs=1e-9)
+    text = format_profile(prof)
+    assert "untuned kernels" in text and "ONNX Runtime operators" in text
