@@ -17,7 +17,11 @@ import numpy as np
 from dcoc.errors import DcocError
 
 
-def _session(model: Any, threads: int):
+def ort_session(model: Any, threads: int, profile_prefix: str | None = None,
+                optimized_path: str | None = None):
+    """An ONNX Runtime CPU session on ``threads`` intra-op threads (one inter-op thread,
+    sequential execution); ``profile_prefix`` turns on its per-node profiler,
+    ``optimized_path`` saves the graph it optimized."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -25,6 +29,11 @@ def _session(model: Any, threads: int):
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.log_severity_level = 3
+    if profile_prefix:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile_prefix
+    if optimized_path:
+        so.optimized_model_filepath = optimized_path
     if hasattr(model, "SerializeToString"):
         model = model.SerializeToString()
     return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
@@ -56,7 +65,7 @@ def random_feed(session, input_shapes: Mapping[str, Sequence[int]] | None = None
 
 def onnxruntime_latency_ms(model_path: Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
                            threads: int = 1, repeat: int = 5, *, inputs: Mapping | None = None,
-                           warmup: int = 3, min_repeat_ms: float = 100.0) -> float:
+                           warmup: int = 3, min_repeat_ms: float = 100.0, session=None) -> float:
     """Median latency (ms) of one inference of an ONNX model in ONNX Runtime on the CPU.
 
     model_path: an ONNX file, its serialized bytes or an ``onnx.ModelProto``.
@@ -65,13 +74,14 @@ def onnxruntime_latency_ms(model_path: Any, input_shapes: Mapping[str, Sequence[
     threads: ONNX Runtime's intra-op thread count (inter-op 1, sequential execution).
     repeat: timings; each averages the runs that fill ``min_repeat_ms``.
     inputs: ``{input name: array}`` to run instead of random ones.
+    session: an :func:`ort_session` to time instead of a new one (``model_path`` unused).
     """
     if int(threads) < 1:
         raise DcocError(f"threads must be >= 1, got {threads}")
     if int(repeat) < 1:
         raise DcocError(f"repeat must be >= 1, got {repeat}")
     try:
-        sess = _session(model_path, threads)
+        sess = session if session is not None else ort_session(model_path, threads)
     except ImportError:
         raise DcocError("onnxruntime is not installed: no ONNX Runtime baseline") from None
     feed = dict(inputs) if inputs is not None else random_feed(sess, input_shapes)
@@ -117,4 +127,4 @@ def untuned_phrase(n_untuned: int, n_tasks: int, n_unmeasured: int) -> str:
     return f"{n_untuned} of {n_tasks} tasks run TVM's default code ({', '.join(why)})"
 
 
-__all__ = ["onnxruntime_latency_ms", "random_feed", "speed_line", "untuned_phrase"]
+__all__ = ["onnxruntime_latency_ms", "ort_session", "random_feed", "speed_line", "untuned_phrase"]

@@ -20,7 +20,7 @@ ONNX Runtime's time for its kind, shared among that kind's functions in proporti
 their FLOPs (by call count where a kind has no FLOPs) -- an attribution, since the two
 graphs fuse differently; the per-kind table is exact.
 
-:func:`onnxruntime_latency_ms` is the ONNX Runtime latency used here.
+ONNX Runtime is timed with :func:`dcoc.baselines.onnxruntime_latency_ms`, as in the tuning summary.
 """
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ import time
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+
+from dcoc.baselines import onnxruntime_latency_ms, ort_session
 
 #: operator kinds, in table order
 KINDS = ("conv", "depthwise", "dense/matmul", "pooling/elementwise", "layout", "copies")
@@ -103,50 +105,6 @@ def _flops(func) -> float:
 
 
 # ============================================================================ ONNX Runtime
-def ort_session(model_src, threads: int, profile_prefix: str | None = None,
-                optimized_path: str | None = None):
-    """An ONNX Runtime CPU session on ``threads`` intra-op threads (one inter-op thread)."""
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = int(threads)
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.log_severity_level = 3
-    if profile_prefix:
-        so.enable_profiling = True
-        so.profile_file_prefix = profile_prefix
-    if optimized_path:
-        so.optimized_model_filepath = optimized_path
-    return ort.InferenceSession(model_src, so, providers=["CPUExecutionProvider"])
-
-
-def _timed_loop(fn, repeat: int, min_seconds: float) -> float:
-    """Median over ``repeat`` timings of the mean run time (s) of loops of >= ``min_seconds``."""
-    ts = []
-    for _ in range(repeat):
-        n, t0 = 0, time.perf_counter()
-        while True:
-            fn()
-            n += 1
-            dt = time.perf_counter() - t0
-            if dt >= min_seconds:
-                break
-        ts.append(dt / n)
-    return float(np.median(ts))
-
-
-def onnxruntime_latency_ms(model_src, inputs: Mapping[str, np.ndarray], threads: int,
-                           repeat: int = 5, min_seconds: float = 0.1, session=None) -> float:
-    """ONNX Runtime latency (ms) of a model (path or serialized bytes) on ``threads`` threads:
-    5 warm-up runs, then the median of ``repeat`` timings of >= ``min_seconds`` each."""
-    s = session if session is not None else ort_session(model_src, threads)
-    feed = dict(inputs)
-    for _ in range(5):
-        s.run(None, feed)
-    return _timed_loop(lambda: s.run(None, feed), repeat, min_seconds) * 1e3
-
-
 def _ort_groups(path: str) -> dict:
     """{node name: (op type, group)} of the optimized graph ONNX Runtime saved."""
     import onnx
@@ -287,7 +245,7 @@ def interleaved_latency(executables: Mapping[str, Any], target, inputs: Mapping[
         for k, ex in executables.items():
             best[k] = min(best[k], measure_latency(ex, target, arrays, repeat=3)["median_ms"])
         best["onnxruntime"] = min(best["onnxruntime"], onnxruntime_latency_ms(
-            model_src, inputs, threads, repeat=3, session=sess))
+            model_src, threads=threads, repeat=3, inputs=inputs, session=sess))
     return best
 
 
@@ -472,6 +430,6 @@ def profile_model(model, model_src, target="llvm", *, trials: int | None = None,
                             seed=seed, label=label)
 
 
-__all__ = ["profile_model", "KINDS", "tvm_kind", "ort_kind", "onnxruntime_latency_ms", "ort_session",
+__all__ = ["profile_model", "KINDS", "tvm_kind", "ort_kind",
            "profile_runs", "interleaved_latency", "gap_rows",
            "kind_rows", "format_profile", "profile_compiled"]
