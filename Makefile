@@ -45,10 +45,10 @@ lint: install
 	$(PY) -m ruff check .
 
 test: install
-	$(PY) -m pytest -q -n $(JOBS) --dist loadgroup --durations=15
+	$(PY) -m pytest -q -n $(JOBS) --durations=15
 
 test-all: install
-	$(PY) -m pytest -q -n $(JOBS) --dist loadgroup -m "slow or not slow"
+	$(PY) -m pytest -q -n $(JOBS) -m "slow or not slow"
 
 bench: install
 	$(PY) -m scripts.bench --suite quick

@@ -1,6 +1,6 @@
 """Every ``python`` and ``bash`` block of README.md and docs/*.md runs.
 
-Blocks of one file run in order, in one scratch directory holding ``model.onnx`` (a
+Blocks of one file run in order, in one test and one scratch directory holding ``model.onnx`` (a
 small static conv net with one input named ``input``, 1x3x224x224) and a ``dcoc`` on the
 PATH; Python blocks each run in a fresh interpreter, shell blocks with ``bash -e``.
 
@@ -96,10 +96,8 @@ def _model(path: str) -> None:
     onnx.save(m, path)
 
 
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory):
-    """Per test module: a scratch dir with model.onnx and a `dcoc` launcher on PATH."""
-    d = tmp_path_factory.mktemp("docs")
+def _scratch(d) -> tuple[str, dict]:
+    """A scratch dir with model.onnx and a `dcoc` launcher on PATH, and the environment."""
     _model(str(d / "model.onnx"))
     bindir = d / "bin"
     bindir.mkdir()
@@ -115,13 +113,16 @@ def scratch(tmp_path_factory):
 
 
 def _params():
+    """One test per file (its blocks run in order: later blocks read what earlier ones
+    wrote), and one more, marked slow, for a file with slow blocks: all of them."""
     out = []
-    for b in ALL:
-        _, _, slow = _prepared(b)
-        # one xdist worker runs a file's blocks, in order (`--dist loadgroup`): later blocks
-        # read what earlier ones wrote (a result.json)
-        marks = [pytest.mark.xdist_group(b["file"])] + ([pytest.mark.slow] if slow else [])
-        out.append(pytest.param(b, id=f"{b['file']}:{b['line']}", marks=marks))
+    for p in DOCS:
+        bs = [b for b in ALL if b["file"] == p]
+        if not bs:
+            continue
+        out.append(pytest.param(p, False, id=p))
+        if any(_prepared(b)[2] for b in bs):
+            out.append(pytest.param(p, True, id=f"{p}+slow", marks=[pytest.mark.slow]))
     return out
 
 
@@ -134,19 +135,22 @@ def test_the_docs_have_blocks_to_run():
                 f"{p}: block language '{m.group(1)}' is neither run nor declared as output"
 
 
-@pytest.mark.parametrize("block", _params())
-def test_doc_block_runs(block, scratch):
-    code, where, _ = _prepared(block)
-    d, env = scratch
-    cwd = ROOT if where == "repo" else d
-    if block["lang"] == "python":
-        cmd = [sys.executable, "-c", code]
-    else:
-        cmd = ["bash", "-e", "-o", "pipefail", "-c", code]
-    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1500)
-    assert r.returncode == 0, (f"{block['file']}:{block['line']} failed (exit {r.returncode})\n"
-                               f"--- code ---\n{code}\n--- stdout ---\n{r.stdout[-3000:]}\n"
-                               f"--- stderr ---\n{r.stderr[-5000:]}")
-    if block["lang"] == "python":  # a snippet must not flood the console (TVM task tables)
-        assert len(r.stdout.splitlines()) + len(r.stderr.splitlines()) < 60, \
-            f"{block['file']}:{block['line']} printed {r.stdout[-2000:]}{r.stderr[-2000:]}"
+@pytest.mark.parametrize("path,with_slow", _params())
+def test_doc_blocks_run(path, with_slow, tmp_path):
+    d, env = _scratch(tmp_path)
+    for block in (b for b in ALL if b["file"] == path):
+        code, where, slow = _prepared(block)
+        if slow and not with_slow:
+            continue
+        cwd = ROOT if where == "repo" else d
+        if block["lang"] == "python":
+            cmd = [sys.executable, "-c", code]
+        else:
+            cmd = ["bash", "-e", "-o", "pipefail", "-c", code]
+        r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1500)
+        assert r.returncode == 0, (f"{block['file']}:{block['line']} failed (exit {r.returncode})\n"
+                                   f"--- code ---\n{code}\n--- stdout ---\n{r.stdout[-3000:]}\n"
+                                   f"--- stderr ---\n{r.stderr[-5000:]}")
+        if block["lang"] == "python":  # a snippet must not flood the console (TVM task tables)
+            assert len(r.stdout.splitlines()) + len(r.stderr.splitlines()) < 60, \
+                f"{block['file']}:{block['line']} printed {r.stdout[-2000:]}{r.stderr[-2000:]}"
