@@ -67,15 +67,10 @@ def complete_points(rows, layers, board, target=None) -> list[dict]:
     lay = _layer_list(layers)
     names = {n for n, _ in lay}
     best: dict = {}
-    for r in rows:
-        if not r.get("valid") or r.get("hw") is None or r.get("task_name") not in names:
-            continue
-        cost = r.get("cost")
-        if cost is None or not math.isfinite(float(cost)) or float(cost) <= 0:
-            continue
+    for r, cost in _measured(rows, names):
         key = (r["hw"], r["task_name"])
-        if key not in best or float(cost) < best[key][0]:
-            best[key] = (float(cost), dict(r.get("knobs") or {}))
+        if key not in best or cost < best[key][0]:
+            best[key] = (cost, dict(r.get("knobs") or {}))
     points = []
     for hw_name in sorted({k[0] for k in best}):
         if not all((hw_name, n) in best for n in names):
@@ -207,24 +202,30 @@ def _by_size(p) -> tuple:
     return (p["resources"]["dsp"], p["resources"]["bram36"], p["resources"]["lut"], -p["throughput"])
 
 
-def _records_best(rows, names) -> dict:
-    """``{(hw name, layer name): [(cost, knobs), ...]}`` of valid records, fastest first
-    (one entry per distinct schedule)."""
-    from dcoc.search.space import Space
-
-    seen: dict = {}
+def _measured(rows, names):
+    """(record, cost) of every valid record of a layer in ``names`` with a finite cost > 0."""
     for r in rows:
         if not r.get("valid") or r.get("hw") is None or r.get("task_name") not in names:
             continue
         cost = r.get("cost")
         if cost is None or not math.isfinite(float(cost)) or float(cost) <= 0:
             continue
+        yield r, float(cost)
+
+
+def _records_best(rows, names) -> dict:
+    """``{(hw name, layer name): [(cost, knobs), ...]}`` of valid records, fastest first
+    (one entry per distinct schedule)."""
+    from dcoc.search.space import Space
+
+    seen: dict = {}
+    for r, cost in _measured(rows, names):
         knobs = dict(r.get("knobs") or {})
         key = (r["hw"], r["task_name"])
         d = seen.setdefault(key, {})
         kk = Space.key(knobs)
-        if kk not in d or float(cost) < d[kk][0]:
-            d[kk] = (float(cost), knobs)
+        if kk not in d or cost < d[kk][0]:
+            d[kk] = (cost, knobs)
     return {k: sorted(v.values(), key=lambda x: x[0]) for k, v in seen.items()}
 
 
