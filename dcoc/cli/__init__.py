@@ -124,6 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     got_sigint: list[int] = []
 
     def on_sigint(signum, frame):
+        if _in_extension_init(frame):
+            # an exception raised while a C extension initialises can crash the interpreter
+            # (onnx's pybind11 module does, SIGSEGV): deliver Ctrl-C again a moment later
+            threading.Timer(0.02, _interrupt_main).start()
+            return
         # remember it: a KeyboardInterrupt raised while a finalizer or a callback runs is
         # swallowed by Python ("Exception ignored in ..."), and the run would end with 0
         got_sigint.append(signum)
@@ -180,6 +185,24 @@ def main(argv: list[str] | None = None) -> int:
         if old is not None:
             signal.signal(signal.SIGINT, old)
             sys.unraisablehook = old_hook
+
+
+def _in_extension_init(frame) -> bool:
+    """Whether ``frame`` runs inside the initialisation of a C extension module."""
+    from importlib.machinery import ExtensionFileLoader
+
+    while frame is not None:
+        if frame.f_code.co_name in ("create_module", "exec_module") \
+                and isinstance(frame.f_locals.get("self"), ExtensionFileLoader):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _interrupt_main() -> None:
+    import _thread
+
+    _thread.interrupt_main()
 
 
 def _quiet_stdout() -> None:

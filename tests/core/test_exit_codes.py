@@ -94,3 +94,19 @@ def test_ctrl_c_at_any_moment_is_one_line_exit_130(tmp_path, delay):
     assert p.returncode in (130, -signal.SIGINT), (p.returncode, err)
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("dcoc: interrupted"), err
+
+
+def test_ctrl_c_inside_a_c_extension_init_is_deferred():
+    # onnx's pybind11 module crashes (SIGSEGV) when KeyboardInterrupt is raised while it
+    # initialises; main() delivers Ctrl-C again once the extension is loaded
+    import sys
+    from importlib.machinery import ExtensionFileLoader
+
+    from dcoc.cli import _in_extension_init
+
+    class Loader(ExtensionFileLoader):
+        def create_module(self, spec):
+            return _in_extension_init(sys._getframe())
+
+    assert Loader("x", "x.so").create_module(None) is True
+    assert _in_extension_init(sys._getframe()) is False
