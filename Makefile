@@ -21,7 +21,7 @@ help:
 	@echo "make demo      install, then tune ResNet-18 for the pynq VTA on the simulator (about a minute)"
 	@echo "make test      install, then run the default test suite"
 	@echo "make test-all  also run the slow tests"
-	@echo "make bench     quick benchmark suite -> docs/RESULTS.md, docs/img/*.png (~25 min)"
+	@echo "make bench     quick benchmark suite -> docs/RESULTS.md, docs/img/*.png (~2 h: 25 min + 90 min of CPU tuning)"
 	@echo "make lint      ruff check"
 	@echo "make readme-demo  rewrite README.md's demo output from a fresh run"
 	@echo "make clean     remove the virtualenv and caches"
