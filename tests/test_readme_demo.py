@@ -1,7 +1,8 @@
 """The README's demo output is what `make demo` prints with the current code.
 
-The block after ``<!-- demo-output -->`` must equal a fresh run of the demo command, except
-the wall time and the lines with the CPU layers' host-measured time (masked).  After a
+The block after ``<!-- demo-output -->`` must equal a fresh run of the demo command, with
+long tables cut to their first rows (:func:`shorten`), except the wall time and the lines
+with the CPU layers' host-measured time (masked).  After a
 change that moves the demo's result, regenerate it with ``make readme-demo`` (this file
 run as a script with ``--update``).
 """
@@ -27,6 +28,31 @@ def _mask(text: str) -> str:
     return _HOST.sub(r"\1 (timed on the host)", _WALL.sub("wall N s", text))
 
 
+#: a table with more rows than this shows its first KEEP_ROWS rows in the README
+MAX_ROWS, KEEP_ROWS = 5, 3
+
+
+def shorten(text: str) -> str:
+    """``text`` with every long table (a header, a ``-----`` rule, rows up to a blank line)
+    cut to its first rows and one ``... (N more rows)`` line."""
+    out, lines, i = [], text.split("\n"), 0
+    while i < len(lines):
+        out.append(lines[i])
+        if i + 1 < len(lines) and lines[i + 1].startswith("-----"):
+            out.append(lines[i + 1])
+            j = i + 2
+            while j < len(lines) and lines[j].strip():
+                j += 1
+            rows = lines[i + 2:j]
+            if len(rows) > MAX_ROWS:
+                rows = rows[:KEEP_ROWS] + [f"... ({len(rows) - KEEP_ROWS} more rows)"]
+            out += rows
+            i = j
+            continue
+        i += 1
+    return "\n".join(out)
+
+
 def fresh_output() -> str:
     """The summary a fresh demo run prints (progress off, the work-dir line dropped)."""
     with tempfile.TemporaryDirectory() as d:
@@ -35,7 +61,7 @@ def fresh_output() -> str:
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = [ln for ln in r.stdout.rstrip("\n").split("\n") if not ln.startswith("work dir")]
-    return "\n".join(lines).rstrip()
+    return shorten("\n".join(lines).rstrip())
 
 
 def readme_block(text: str) -> tuple[int, int]:
