@@ -7,7 +7,8 @@ import random
 import pytest
 
 import dcoc.targets as targets
-from dcoc.targets.systolic import BOARDS, LUT_PER_PE_WDB, SystolicConfig, _Sim, _Tiling, roofline, simulate
+from dcoc.targets.systolic import BOARDS, LUT_PER_PE_WDB, SystolicConfig, roofline, simulate
+from dcoc.targets.systolic.simulator import _Sim, _Tiling
 
 T = targets.get("systolic")
 #: ResNet-18's offloaded layers (the 7x7 stem stays on the CPU) and their counts
