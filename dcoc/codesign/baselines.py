@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from dcoc.codesign.software import SoftwareTuning, default_jobs, next_layer
 from dcoc.search.measure import MeasureErrorNo, MeasureResult
 from dcoc.search.space import Knob, Space
 from dcoc.search.tuning_task import TuningTask
@@ -115,49 +116,28 @@ class JointCoDesign:
         return {**self.t.hw_values(hw), **knobs}
 
     # ------------------------------------------------------------------ driver
-    def _priority(self, li: int) -> float:
-        if li in self.exhausted or not self.tuners[li].has_next():
-            return -math.inf
-        if self.spent[li] < self.warmup:
-            return math.inf
-        inc = self.s.best_hw
-        b = self.s.best.get((inc, li)) if inc is not None else None
-        if b is None:
-            return math.inf
-        layer = self.s.layers[li]
-        return layer.count * max(b[0] - layer.ideal_seconds(self.s.hw[inc]), 0.0)
-
     def ask(self) -> list[tuple]:
         s = self.s
         if self._phase == "start":  # the same start as DCOC: default schedules on the default config
-            from dcoc.codesign.software import default_jobs
 
             self._phase = "start-tell"
             return default_jobs(s, self.t.default_hw(self.board))
-        while s.remaining > 0:
-            pri = [self._priority(li) for li in range(len(self.tuners))]
-            li = int(np.argmax(pri))
-            if pri[li] == -math.inf:
-                return []
-            k = min(self.chunk, s.remaining)
-            if self.spent[li] < self.warmup:
-                k = min(k, self.warmup - self.spent[li])
-            configs = self.tuners[li].ask(k)
-            if not configs:
-                self.exhausted.add(li)
-                continue
-            jobs, props, opened = [], [], set()
-            for c in configs:
-                hw = self.hw(c)
-                knobs = {n: c[n] for n in self.sw_names[li]}
-                props.append((c, hw, knobs))
-                jobs.append((li, hw, knobs))
-                if s.latency(hw.name) is None and hw.name not in opened:
-                    opened.add(hw.name)
-                    jobs += _opening_jobs(s, hw, ("joint-open",))
-            self._pending = (li, props, s.trials)
-            return jobs
-        return []
+        # layers are weighed on the best design so far (the incumbent)
+        picked = next_layer(self, s.remaining, s.hw[s.best_hw] if s.best_hw is not None else None)
+        if picked is None:
+            return []
+        li, configs = picked
+        jobs, props, opened = [], [], set()
+        for c in configs:
+            hw = self.hw(c)
+            knobs = {n: c[n] for n in self.sw_names[li]}
+            props.append((c, hw, knobs))
+            jobs.append((li, hw, knobs))
+            if s.latency(hw.name) is None and hw.name not in opened:
+                opened.add(hw.name)
+                jobs += _opening_jobs(s, hw, ("joint-open",))
+        self._pending = (li, props, s.trials)
+        return jobs
 
     def tell(self, jobs, results) -> None:
         s = self.s
@@ -243,7 +223,6 @@ class NestedCoDesign:
         self._cur = self._sw = None
 
     def ask(self) -> list[tuple]:
-        from dcoc.codesign.software import SoftwareTuning, default_jobs
 
         s = self.s
         while s.remaining > 0:
@@ -308,7 +287,6 @@ class SweepCoDesign:
         self._sw = None
 
     def ask(self) -> list[tuple]:
-        from dcoc.codesign.software import SoftwareTuning, default_jobs
 
         s = self.s
         while s.remaining > 0:

@@ -64,35 +64,14 @@ class SoftwareTuning:
         self.exhausted: set[int] = set()
         self._pending = None
 
-    def _priority(self, li: int) -> float:
-        t = self.tuners[li]
-        if li in self.exhausted or not t.has_next():
-            return -math.inf
-        if self.spent[li] < self.warmup:
-            return math.inf
-        b = self.s.best.get((self.hw.name, li))
-        if b is None:
-            return math.inf
-        layer = self.s.layers[li]
-        return layer.count * max(b[0] - layer.ideal_seconds(self.hw), 0.0)
-
     def ask(self) -> list[tuple]:
         limit = self.s.remaining if self.budget is None else min(self.budget - self.used, self.s.remaining)
-        while limit > 0:
-            pri = [self._priority(li) for li in range(len(self.tuners))]
-            li = int(np.argmax(pri))
-            if pri[li] == -math.inf:
-                return []
-            k = min(self.chunk, limit)
-            if self.spent[li] < self.warmup:
-                k = min(k, self.warmup - self.spent[li])
-            configs = self.tuners[li].ask(k)
-            if not configs:
-                self.exhausted.add(li)
-                continue
-            self._pending = (li, configs, self.s.trials)
-            return [(li, self.hw, c) for c in configs]
-        return []
+        picked = next_layer(self, limit, self.hw)
+        if picked is None:
+            return []
+        li, configs = picked
+        self._pending = (li, configs, self.s.trials)
+        return [(li, self.hw, c) for c in configs]
 
     def tell(self, jobs, results) -> None:
         li, configs, before = self._pending
@@ -116,3 +95,39 @@ def tune_software(session, hw, tuner: str, budget: int, seed: int, **kw) -> Soft
     st = SoftwareTuning(session, hw, tuner, seed, budget=budget, **kw)
     session.run(st)
     return st
+
+
+def layer_priority(drv, li: int, hw) -> float:
+    """How much layer ``li``'s tuner should propose next in a per-layer driver ``drv``
+    (``tuners``, ``spent``, ``warmup``, ``exhausted``, session ``s``): layers below their
+    warm-up first, then the largest ``count x (best - ideal)`` time on ``hw`` (None: no
+    reference design yet); ``-inf`` when its tuner has nothing left."""
+    if li in drv.exhausted or not drv.tuners[li].has_next():
+        return -math.inf
+    if drv.spent[li] < drv.warmup:
+        return math.inf
+    b = drv.s.best.get((hw.name, li)) if hw is not None else None
+    if b is None:
+        return math.inf
+    layer = drv.s.layers[li]
+    return layer.count * max(b[0] - layer.ideal_seconds(hw), 0.0)
+
+
+def next_layer(drv, limit: int, hw) -> tuple[int, list] | None:
+    """(layer, up to ``limit`` proposals of its tuner -- at most ``drv.chunk``, and no more
+    than its warm-up still needs) for the layer of highest :func:`layer_priority`, or None
+    when no tuner has anything left."""
+    while limit > 0:
+        pri = [layer_priority(drv, li, hw) for li in range(len(drv.tuners))]
+        li = int(np.argmax(pri))
+        if pri[li] == -math.inf:
+            return None
+        k = min(drv.chunk, limit)
+        if drv.spent[li] < drv.warmup:
+            k = min(k, drv.warmup - drv.spent[li])
+        configs = drv.tuners[li].ask(k)
+        if configs:
+            return li, configs
+        drv.exhausted.add(li)
+    return None
+
