@@ -9,77 +9,11 @@ Every process is started in its own session and killed by process group at the e
 """
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 import uuid
 
 import numpy as np
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Cluster:
-    """A tracker plus servers, each a process group of its own."""
-
-    def __init__(self):
-        self.procs: list[subprocess.Popen] = []
-        self.port = _free_port()
-        self.addr = f"127.0.0.1:{self.port}"
-        self.tracker = self._spawn([sys.executable, "-m", "tvm.exec.rpc_tracker", "--host",
-                                    "127.0.0.1", "--port", str(self.port), "--port-end",
-                                    str(self.port + 1)])
-
-    def _spawn(self, cmd) -> subprocess.Popen:
-        p = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-        self.procs.append(p)
-        return p
-
-    def sim_server(self, key: str) -> subprocess.Popen:
-        return self._spawn([sys.executable, "-m", "dcoc.cli", "rpc", "serve", "--tracker",
-                            self.addr, "--key", key, "--port", str(_free_port())])
-
-    def tvm_server(self, key: str) -> subprocess.Popen:
-        port = _free_port()
-        return self._spawn([sys.executable, "-m", "tvm.exec.rpc_server", "--tracker", self.addr,
-                            "--key", key, "--host", "127.0.0.1", "--port", str(port),
-                            "--port-end", str(port + 100), "--silent"])
-
-    def wait_free(self, key: str, n: int, timeout: float = 120.0) -> None:
-        from tvm_plugin.rpc import tracker_servers
-
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < timeout:
-            try:
-                if tracker_servers(self.addr, key)["free"] >= n:
-                    return
-            except Exception:  # noqa: BLE001 - tracker still starting
-                pass
-            time.sleep(0.5)
-        raise TimeoutError(f"{n} servers for key {key} did not register in {timeout} s")
-
-    @staticmethod
-    def kill(p: subprocess.Popen) -> None:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait(10)
-
-    def close(self) -> None:
-        for p in reversed(self.procs):
-            self.kill(p)
+from rpc_cluster import Cluster
 
 
 @pytest.fixture(scope="module")

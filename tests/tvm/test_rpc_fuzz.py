@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import socket
 import struct
 import subprocess
@@ -27,57 +26,20 @@ import threading
 import time
 
 import pytest
+from rpc_cluster import ROOT, Cluster, env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAGIC = 0xFF271
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _env():
-    return dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    port = _free_port()
-    addr = f"127.0.0.1:{port}"
-    procs = [subprocess.Popen([sys.executable, "-m", "tvm.exec.rpc_tracker", "--host", "127.0.0.1",
-                               "--port", str(port), "--port-end", str(port + 1)],
-                              cwd=ROOT, env=_env(), start_new_session=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    key = f"fuzz{os.getpid()}"
-    sport = _free_port()
+    c = Cluster()
     try:
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "dcoc.cli", "rpc", "serve", "--tracker", addr, "--key", key,
-             "--port", str(sport), "--port-end", str(sport + 1), "--time-limit", "5"],
-            cwd=ROOT, env=_env(), start_new_session=True, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE))
-        from tvm_plugin.rpc import tracker_servers
-
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if tracker_servers(addr, key, timeout=2)["free"] >= 1:
-                    break
-            except Exception:  # noqa: BLE001 - tracker still starting
-                pass
-            if time.monotonic() > deadline or procs[1].poll() is not None:
-                raise TimeoutError("the simulator server did not register")
-            time.sleep(0.3)
-        yield addr, key, sport, procs[1]
+        proc = c.sim_server(f"fuzz{os.getpid()}", "--time-limit", "5", stderr=subprocess.PIPE)
+        c.wait_free(f"fuzz{os.getpid()}", 1, timeout=90, watch=[proc])
+        yield c.addr, f"fuzz{os.getpid()}", proc.port, proc
     finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(10)
+        c.close()
 
 
 def _tracker_request(addr: str, key: str) -> str:
@@ -245,7 +207,7 @@ def test_status_times_out_on_a_silent_peer():
     try:
         t0 = time.monotonic()
         r = subprocess.run([sys.executable, "-m", "dcoc.cli", "rpc", "status", "--tracker",
-                            f"127.0.0.1:{port}", "--timeout", "2"], cwd=ROOT, env=_env(),
+                            f"127.0.0.1:{port}", "--timeout", "2"], cwd=ROOT, env=env(),
                            capture_output=True, text=True, timeout=60)
         took = time.monotonic() - t0
     finally:

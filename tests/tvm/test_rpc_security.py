@@ -12,62 +12,23 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from rpc_cluster import ROOT, Cluster, free_port
 
 
 @pytest.fixture(scope="module")
 def server():
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    port = _free_port()
-    addr = f"127.0.0.1:{port}"
-    procs = [subprocess.Popen([sys.executable, "-m", "tvm.exec.rpc_tracker", "--host", "127.0.0.1",
-                               "--port", str(port), "--port-end", str(port + 1)],
-                              cwd=ROOT, env=env, start_new_session=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    key = f"sec{os.getpid()}"
+    c = Cluster()
     try:
-        deadline = time.monotonic() + 60
-        while True:  # the tracker must listen before the server registers
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.3)
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "dcoc.cli", "rpc", "serve", "--tracker", addr, "--key", key,
-             "--port", str(_free_port()), "--time-limit", "2"],
-            cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL))
-        from tvm_plugin.rpc import tracker_servers
-
-        while tracker_servers(addr, key)["free"] < 1:
-            if time.monotonic() > deadline:
-                raise TimeoutError("the simulator server did not register")
-            time.sleep(0.5)
-        yield addr, key
+        c.sim_server(f"sec{os.getpid()}", "--time-limit", "2")
+        c.wait_free(f"sec{os.getpid()}", 1, timeout=60)
+        yield c.addr, f"sec{os.getpid()}"
     finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(10)
+        c.close()
 
 
 def _session(addr, key):
@@ -120,7 +81,7 @@ def test_size_cap_and_time_limit(server):
 
 
 def test_status_of_a_dead_tracker_is_one_line():
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     t0 = time.monotonic()
     r = subprocess.run([sys.executable, "-m", "dcoc.cli", "rpc", "status", "--tracker",
                         f"127.0.0.1:{port}"], cwd=ROOT, capture_output=True, text=True, timeout=60)
