@@ -457,14 +457,19 @@ def section_cpu(cfg: dict, img: str) -> tuple[str, dict]:
 
     t0 = time.perf_counter()
     models = cfg.get("models") or list(bench_cpu.TUNING_MODELS)
-    os.makedirs(os.path.join(ROOT, "runs"), exist_ok=True)
-    rows = bench_cpu.run(models, cfg["minutes"], seed=cfg["seed"],
-                         out=os.path.join(ROOT, "runs", "bench_cpu_rows.jsonl"),
-                         log=lambda line: print(line, file=sys.stderr, flush=True))
+    command = (f"python -m scripts.bench_cpu --models {' '.join(models)} --budget-minutes "
+               f"{' '.join(f'{m:g}' for m in cfg['minutes'])} --seed {cfg['seed']}")
+    if cfg.get("rows"):  # rows of an earlier run (e.g. re-timed with --retime)
+        rows = bench_cpu.read_rows([cfg["rows"]])
+        command += f" --work-dir W`, then `{command} --work-dir W --retime --out ROWS"
+    else:
+        os.makedirs(os.path.join(ROOT, "runs"), exist_ok=True)
+        rows = bench_cpu.run(models, cfg["minutes"], seed=cfg["seed"],
+                             out=os.path.join(ROOT, "runs", "bench_cpu_rows.jsonl"),
+                             log=lambda line: print(line, file=sys.stderr, flush=True))
     wall = time.perf_counter() - t0
     md = ["## 5. CPU: tuned models vs ONNX Runtime", "",
-          f"Command: `python -m scripts.bench_cpu --models {' '.join(models)} --budget-minutes "
-          f"{' '.join(f'{m:g}' for m in cfg['minutes'])} --seed {cfg['seed']}`.  Each tuner tunes "
+          f"Command: `{command}`.  Each tuner tunes "
           "each model in a fresh work dir until the wall-clock budget runs out (MetaSchedule's "
           f"EvolutionarySearch at its authors' population {bench_cpu.AUTHORS_POPULATION}, dcoc's "
           "default tuner as a MetaSchedule "
@@ -472,7 +477,9 @@ def section_cpu(cfg: dict, img: str) -> tuple[str, dict]:
           "TVM runtime on all physical cores); every compiled model and ONNX Runtime (CPU EP, "
           "same thread count) are re-timed in alternating rounds.  Numbers depend on the "
           "machine and its load.", "", bench_cpu.summarize(rows),
-          f"_Section wall time {wall:.0f} s._\n"]
+          f"_Section wall time {wall:.0f} s._\n" if not cfg.get("rows") else
+          f"_Tuning wall time {sum(r.get('wall_s') or 0 for r in rows):.0f} s; timing re-run "
+          "from the runs' work dirs._\n"]
     return "\n".join(md), {"rows": rows}
 
 
@@ -513,8 +520,13 @@ def main(argv=None) -> int:
     ap.add_argument("--sections", nargs="*", default=list(SECTIONS), choices=list(SECTIONS),
                     help="sections to run (default: all); the others are kept from --out as they are")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "RESULTS.md"))
+    ap.add_argument("--cpu-rows", default=None, metavar="ROWS",
+                    help="section cpu from these bench_cpu rows instead of running it (rows of "
+                         "the suite's settings, e.g. re-timed with `bench_cpu --retime --out ROWS`)")
     a = ap.parse_args(argv)
-    cfg = SUITES[a.suite]
+    cfg = {**SUITES[a.suite]}
+    if a.cpu_rows:
+        cfg["cpu"] = {**cfg["cpu"], "rows": a.cpu_rows}
     img = os.path.join(os.path.dirname(a.out), "img")
     os.makedirs(img, exist_ok=True)
     t0 = time.perf_counter()

@@ -4,6 +4,7 @@
     python -m scripts.bench_cpu --quick                           # 10 min per tuner and model
     python -m scripts.bench_cpu --models small_cnn --budget-minutes 3 --out rows.jsonl
     python -m scripts.bench_cpu --summarize rows.jsonl            # read-out only
+    python -m scripts.bench_cpu --quick --work-dir W --retime     # time W's runs again
 
 For each model (``scripts.bench_metaschedule``'s tuning set: ``small_cnn``, ``transformer``,
 ``mobilenetv2`` and ``resnet18`` at 1x3x64x64) it compiles the untuned model, then tunes
@@ -64,11 +65,28 @@ def tune_within(model, tuner: str, minutes: float, seed: int, work_dir: str,
     return r, bool(r.extra.get("stopped_on_time"))
 
 
+def _run_dir(root: str, name: str, minutes: float, tuner: str, seed: int) -> str:
+    return os.path.join(root, f"{name}_{minutes:g}min_{tuner.replace(':', '_')}_{seed}")
+
+
+def _meta(extra: dict, trials: int, minutes: float, tuner: str, wall_s) -> dict:
+    """What a row says about one tuning run (from its result's ``extra``)."""
+    return {"minutes": minutes, "tuner": tuner, "trials": extra.get("new_trials", trials),
+            "tuning_s": extra.get("tuning_seconds"), "wall_s": wall_s,
+            "stopped_by": "clock" if extra.get("stopped_on_time") else "trial cap",
+            "untuned_functions": len(extra.get("untuned_functions", [])),
+            "tuned_functions": len(extra.get("tuned_functions", []))}
+
+
 def run(models=TUNING_MODELS, minutes=FULL_MINUTES, tuners=None, seed: int = 0,
         work_dir: str | None = None, population: int | None = None, rounds: int = 3,
-        out: str | None = None, log=None) -> list[dict]:
+        out: str | None = None, log=None, retime: bool = False) -> list[dict]:
     """Rows ``{model, strategy, minutes, ms, ort_ms, ratio, ...}``, one per compiled model
-    (``untuned`` and ``tuner@Nmin``) and one ``onnxruntime`` row per model."""
+    (``untuned`` and ``tuner@Nmin``) and one ``onnxruntime`` row per model.
+
+    ``retime``: tune nothing; compile each run already in ``work_dir`` (an earlier
+    ``run(..., work_dir=...)``: its database, with the trials it recorded) and time them
+    again -- e.g. on a quieter machine."""
     from tvm_plugin.metaschedule.build import (
         compile_model,
         random_inputs,
@@ -76,10 +94,14 @@ def run(models=TUNING_MODELS, minutes=FULL_MINUTES, tuners=None, seed: int = 0,
         use_runtime_threads,
     )
     from tvm_plugin.metaschedule.profile import interleaved_latency
+    from tvm_plugin.metaschedule.tuning import tune_model
 
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     tuners = list(tuners or default_tuners())
+    if retime and not work_dir:
+        raise ValueError("retime needs the work_dir of the runs to time again")
     root = work_dir or tempfile.mkdtemp(prefix="dcoc-bench-cpu-")
+    say(f"bench_cpu: work dirs under {root}")
     tgt = resolve_tvm_target("llvm")
     threads = use_runtime_threads(tgt)
     rows: list[dict] = []
@@ -96,17 +118,24 @@ def run(models=TUNING_MODELS, minutes=FULL_MINUTES, tuners=None, seed: int = 0,
         exes, meta = {"untuned": ex0}, {"untuned": {"minutes": 0.0}}
         for m in minutes:
             for tuner in tuners:
-                wd = os.path.join(root, f"{name}_{m:g}min_{tuner.replace(':', '_')}_{seed}")
-                t0 = time.perf_counter()
-                r, by_clock = tune_within(model, tuner, m, seed, wd, population)
-                k = _key(tuner, m)
+                wd, k = _run_dir(root, name, m, tuner, seed), _key(tuner, m)
+                if retime:
+                    res = os.path.join(wd, "result.json")
+                    if not os.path.isfile(res):
+                        say(f"bench_cpu: {name} {k}: no finished run in {wd}; skipped")
+                        continue
+                    with open(res) as f:
+                        done = json.load(f)
+                    # as many trials as it recorded: nothing new is tuned, the same compile
+                    r = tune_model(model, "llvm", trials=int(done["trials"]), tuner=tuner, seed=seed,
+                                   work_dir=wd, population=population, measure=False,
+                                   baseline=False, progress=False)
+                    meta[k] = _meta(done["extra"], done["trials"], m, tuner, done.get("wall_seconds"))
+                else:
+                    t0 = time.perf_counter()
+                    r, _ = tune_within(model, tuner, m, seed, wd, population)
+                    meta[k] = _meta(r.extra, r.trials, m, tuner, round(time.perf_counter() - t0, 1))
                 exes[k] = r.executable
-                meta[k] = {"minutes": m, "tuner": tuner, "trials": r.extra.get("new_trials"),
-                           "tuning_s": r.extra.get("tuning_seconds"),
-                           "wall_s": round(time.perf_counter() - t0, 1),
-                           "stopped_by": "clock" if by_clock else "trial cap",
-                           "untuned_functions": len(r.extra.get("untuned_functions", [])),
-                           "tuned_functions": len(r.extra.get("tuned_functions", []))}
                 say(f"bench_cpu: {name} {k}: {meta[k]['trials']} trials in "
                     f"{meta[k]['tuning_s']} s (stopped by {meta[k]['stopped_by']})")
         inputs = random_inputs(model.input_shapes, model.input_dtypes, seed=seed)
@@ -203,7 +232,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=None,
                     help="TVM runtime and ONNX Runtime threads (default: physical cores)")
-    ap.add_argument("--work-dir", default=None, help="keep every run's work dir under this")
+    ap.add_argument("--work-dir", default=None,
+                    help="keep every run's work dir under this (default: a new temporary dir, "
+                         "printed at the start)")
+    ap.add_argument("--retime", action="store_true",
+                    help="tune nothing: time the runs already in --work-dir again (same "
+                         "models, budgets, tuners and seed as the run that made them)")
     ap.add_argument("--out", default=None, help="append rows (JSON lines) here as they finish")
     ap.add_argument("--summarize", nargs="+", default=None, metavar="ROWS",
                     help="only print the summary of these row files")
@@ -220,10 +254,14 @@ def main(argv=None) -> int:
             print("bench_cpu: --threads must be >= 1", file=sys.stderr)
             return 2
         os.environ["TVM_NUM_THREADS"] = str(a.threads)  # read by use_runtime_threads
+    if a.retime and not a.work_dir:
+        print("bench_cpu: --retime needs the --work-dir of the runs to time again", file=sys.stderr)
+        return 2
     from dcoc.errors import DcocError
 
     try:
-        rows = run(a.models, minutes, a.tuners, a.seed, a.work_dir, a.population, out=a.out)
+        rows = run(a.models, minutes, a.tuners, a.seed, a.work_dir, a.population, out=a.out,
+                   retime=a.retime)
     except DcocError as exc:
         print(f"bench_cpu: {exc}", file=sys.stderr)
         return 2

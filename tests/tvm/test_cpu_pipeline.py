@@ -3,6 +3,8 @@ and the profile beside ONNX Runtime -- real builds, runs and ONNX Runtime sessio
 small conv model."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -97,3 +99,22 @@ def test_profile_splits_time_by_kind_beside_onnxruntime(llvm):
     assert sum(r["gap_ms"] for r in rows[:-1]) == pytest.approx(total["gap_ms"], rel=1e-6, abs=1e-9)
     text = format_profile(prof)
     assert "untuned kernels" in text and "ONNX Runtime operators" in text
+
+
+def test_bench_cpu_times_its_runs_again_from_their_work_dirs(tmp_path):
+    # a few seconds of tuning, then --retime: the same runs compiled from their databases
+    from scripts import bench_cpu
+
+    kw = dict(models=["small_cnn"], minutes=[0.05], tuners=["surrogate"], seed=0,
+              work_dir=str(tmp_path), rounds=1, log=lambda line: None)
+    first = bench_cpu.run(**kw)
+    again = bench_cpu.run(**kw, retime=True)
+    key = lambda rows: {r["strategy"]: r for r in rows}  # noqa: E731
+    a, b = key(first), key(again)
+    assert set(a) == set(b) == {"onnxruntime", "untuned", "surrogate@0.05min"}
+    for k in ("trials", "tuning_s", "stopped_by", "tuned_functions", "untuned_functions"):
+        assert a["surrogate@0.05min"][k] == b["surrogate@0.05min"][k], k
+    assert a["surrogate@0.05min"]["trials"] > 0
+    assert all(math.isfinite(r["ms"]) and r["ms"] > 0 for r in again)
+    with pytest.raises(ValueError, match="work_dir"):
+        bench_cpu.run(models=["small_cnn"], retime=True)
