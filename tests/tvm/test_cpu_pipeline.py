@@ -108,7 +108,9 @@ def test_bench_cpu_times_its_runs_again_from_their_work_dirs(tmp_path):
     kw = dict(models=["small_cnn"], minutes=[0.05], tuners=["surrogate"], seed=0,
               work_dir=str(tmp_path), rounds=1, log=lambda line: None)
     first = bench_cpu.run(**kw)
+    files = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and p.suffix == ".json"}
     again = bench_cpu.run(**kw, retime=True)
+    assert {p: p.read_bytes() for p in files} == files  # the runs are only read
     key = lambda rows: {r["strategy"]: r for r in rows}  # noqa: E731
     a, b = key(first), key(again)
     assert set(a) == set(b) == {"onnxruntime", "untuned", "surrogate@0.05min"}
