@@ -87,7 +87,7 @@ class SoftwareTuning:
     def missing(self) -> list[int]:
         """Layers with no valid schedule on ``hw`` whose tuner has nothing left to propose."""
         return [li for li in range(len(self.tuners)) if (self.hw.name, li) not in self.s.best
-                and self._priority(li) == -math.inf]
+                and layer_priority(self, li, self.hw) == -math.inf]
 
 
 def tune_software(session, hw, tuner: str, budget: int, seed: int, **kw) -> SoftwareTuning:

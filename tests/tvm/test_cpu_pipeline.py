@@ -116,7 +116,6 @@ def test_bench_cpu_times_its_runs_again_from_their_work_dirs(tmp_path):
     assert set(a) == set(b) == {"onnxruntime", "untuned", "surrogate@0.05min"}
     for k in ("trials", "tuning_s", "stopped_by", "tuned_functions", "untuned_functions"):
         assert a["surrogate@0.05min"][k] == b["surrogate@0.05min"][k], k
-    assert a["surrogate@0.05min"]["trials"] > 0
     assert all(math.isfinite(r["ms"]) and r["ms"] > 0 for r in again)
     with pytest.raises(ValueError, match="work_dir"):
         bench_cpu.run(models=["small_cnn"], retime=True)
