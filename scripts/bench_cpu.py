@@ -84,7 +84,7 @@ def _applied_database(work_dir: str, kept_untuned) -> object:
     was faster); the database files are only read."""
     from tvm.s_tir import meta_schedule as ms
 
-    from tvm_plugin.metaschedule.tuning import copy_record
+    from tvm_plugin.metaschedule.database import copy_record
 
     with open(os.path.join(work_dir, "ms_tasks.json")) as f:
         names = json.load(f)

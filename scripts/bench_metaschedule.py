@@ -195,12 +195,12 @@ def _tune_task(task, strategy, cost_model, budget, seed, builder, runner, work_d
                per_iter) -> dict:
     from tvm.s_tir import meta_schedule as ms
 
+    from tvm_plugin.metaschedule.progress import metaschedule_logging_guard, silence_metaschedule
     from tvm_plugin.metaschedule.trace_space import make_tune_context
-    from tvm_plugin.metaschedule.tuning import _silence_metaschedule, metaschedule_logging_guard
 
     et = task.ms_task
     os.makedirs(work_dir, exist_ok=True)
-    lg, old = _silence_metaschedule()
+    lg, old = silence_metaschedule()
     try:
         with metaschedule_logging_guard():
             from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir

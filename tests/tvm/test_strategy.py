@@ -108,8 +108,8 @@ def test_dcoc_strategy_tune_relax_and_resume(conv_model, llvm, builder, runner, 
     from tvm.s_tir import meta_schedule as ms
 
     from tvm_plugin.metaschedule.build import compile_model
+    from tvm_plugin.metaschedule.progress import metaschedule_logging_guard
     from tvm_plugin.metaschedule.strategy import TunerStrategy
-    from tvm_plugin.metaschedule.tuning import metaschedule_logging_guard
 
     fused = conv_model.fused(llvm)
     strat = TunerStrategy(seed=0)

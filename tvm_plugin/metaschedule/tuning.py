@@ -36,12 +36,8 @@ its ``history``), and ``work_dir/ms_tasks.json`` names the database's workloads 
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import logging
 import math
 import os
-import sys
 import tempfile
 import time
 from typing import Any, Mapping, Sequence
@@ -50,6 +46,20 @@ from dcoc.baselines import speed_line, untuned_phrase
 from dcoc.errors import DcocError, TargetError
 from dcoc.results.result import TuneResult
 from dcoc.tuners import DEFAULT as DEFAULT_TUNER
+from tvm_plugin.metaschedule.database import (
+    drop_slower_than_untuned,
+    previous_history,
+    recorded_bests,
+    write_task_names,
+)
+from tvm_plugin.metaschedule.progress import (
+    TuningProgress,
+    metaschedule_logging_guard,
+    native_stderr_to,
+    progress_callback,
+    say,
+    silence_metaschedule,
+)
 from tvm_plugin.metaschedule.task_budget import (
     BudgetScheduler,
     batch_size,
@@ -60,15 +70,6 @@ from tvm_plugin.metaschedule.task_budget import (
 #: names of MetaSchedule's own strategies accepted as ``tuner``
 MS_STRATEGIES = {"evolutionary": "evolutionary", "replay-trace": "replay-trace",
                  "replay_trace": "replay-trace", "replay-func": "replay-func"}
-
-
-def _say(progress, text: str) -> None:
-    if progress is False or progress is None:
-        return
-    if callable(progress):
-        progress(text)
-        return
-    print(text, file=sys.stderr, flush=True)
 
 
 def make_strategy(tuner: str = DEFAULT_TUNER, seed: int = 0,
@@ -142,160 +143,6 @@ def _py(x):
     if hasattr(x, "value"):
         return x.value
     return str(x)
-
-
-def _silence_metaschedule(verbose: bool = False):
-    """Keep MetaSchedule's INFO chatter (task tables) out of the console unless ``verbose``
-    (it still goes to the log files in ``work_dir/logs``)."""
-    lg = logging.getLogger("tvm.s_tir.meta_schedule")
-    old = lg.level
-    lg.setLevel(logging.INFO if verbose else logging.WARNING)
-    return lg, old
-
-
-@contextlib.contextmanager
-def native_stderr_to(log_path: str, enabled: bool = True):
-    """Send what native code writes to file descriptor 2 (TVM's C++ ``LOG(WARNING)``,
-    LLVM, forked builder workers) to ``log_path`` for the duration; Python's
-    ``sys.stderr`` keeps writing to the console (progress lines, errors)."""
-    if not enabled:
-        yield
-        return
-    try:
-        py_on_fd2 = sys.stderr.fileno() == 2
-    except (AttributeError, ValueError, OSError):
-        py_on_fd2 = False  # e.g. captured by pytest: Python output does not use fd 2
-    sys.stderr.flush()
-    saved = os.dup(2)
-    console = None
-    old_stderr = sys.stderr
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        if py_on_fd2:
-            console = os.fdopen(os.dup(saved), "w", buffering=1, encoding="utf-8",
-                                errors="backslashreplace")
-            sys.stderr = console
-        os.dup2(log_fd, 2)
-        yield
-    finally:
-        try:
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(log_fd)
-        if console is not None:
-            sys.stderr = old_stderr
-            console.close()
-
-
-@contextlib.contextmanager
-def metaschedule_logging_guard():
-    """Work around TVM 0.27's ``create_loggers``: it crashes (``'NoneType' object has no
-    attribute 'format'``) when the ``tvm.s_tir.meta_schedule`` logger holds an unnamed
-    handler (e.g. pytest's log capture).  Unnamed handlers are detached for the call and
-    put back afterwards."""
-    lg = logging.getLogger("tvm.s_tir.meta_schedule")
-    anon = [h for h in lg.handlers if h.get_name() is None]
-    for h in anon:
-        lg.removeHandler(h)
-    try:
-        yield
-    finally:
-        for h in anon:
-            if h not in lg.handlers:
-                lg.addHandler(h)
-
-
-class _Progress:
-    """Per-batch progress line and a final per-task table (peers.md section 5.5)."""
-
-    def __init__(self, tasks, budget: int, progress, t0: float, recorded=None, history=None):
-        self.tasks = tasks  # list of dict(name, flop, weight)
-        rec = recorded or {}
-        self.best = [rec.get(i, (0, math.inf))[1] for i in range(len(tasks))]
-        self.recorded = [rec.get(i, (0, math.inf))[0] for i in range(len(tasks))]
-        self.trials = [0] * len(tasks)
-        self.errors = [0] * len(tasks)
-        self.budget = budget
-        self.progress = progress
-        self.t0 = t0
-        self.total = 0
-        self.offset = sum(self.recorded)  # trials recorded by earlier runs (resume)
-        self.history: list = list(history or [])  # [trial, est. model latency ms]
-
-    def n_unmeasured(self) -> int:
-        """Tasks without a valid measured (or recorded) schedule."""
-        return sum(1 for b in self.best if not math.isfinite(b))
-
-    def estimate_ms(self) -> float:
-        """Sum of weight x best kernel latency; inf while a task has no valid schedule."""
-        if self.n_unmeasured():
-            return math.inf
-        return sum(t["weight"] * b for t, b in zip(self.tasks, self.best)) * 1e3
-
-    def on_batch(self, task_id: int, runner_results) -> None:
-        from tvm_plugin.metaschedule.strategy import runner_result
-
-        for r in runner_results:
-            m = runner_result(r)
-            self.trials[task_id] += 1
-            self.total += 1
-            if m.valid:
-                self.best[task_id] = min(self.best[task_id], m.cost)
-            else:
-                self.errors[task_id] += 1
-        est = self.estimate_ms()
-        if math.isfinite(est):  # 0-based trial index over the work dir's records, as for vta
-            self.history.append([self.offset + self.total - 1, est])
-        t = self.tasks[task_id]
-        b = self.best[task_id]
-        gf = t["flop"] / b / 1e9 if math.isfinite(b) and t["flop"] else 0.0
-        est_s = f"{est:9.3f} ms" if math.isfinite(est) else "        -   "
-        _say(self.progress,
-             f"[{self.total:5d}/{self.budget}] {time.perf_counter() - self.t0:7.1f}s  "
-             f"task {task_id + 1:>2}/{len(self.tasks)} {t['name'][:34]:<34} "
-             f"best {b * 1e3 if math.isfinite(b) else float('nan'):9.4f} ms {gf:7.1f} GFLOPS"
-             f" | model est. {est_s}")
-
-    def table(self) -> str:
-        out = io.StringIO()
-        hdr = (f"{'ID':>3} | {'Task':<36} | {'MFLOP':>9} | {'Weight':>6} | {'GFLOPS':>8} | "
-               f"{'Latency ms':>10} | {'Wtd. ms':>9} | {'Trials':>6} | {'Errors':>6}")
-        out.write(hdr + "\n" + "-" * len(hdr) + "\n")
-        for i, (t, b) in enumerate(zip(self.tasks, self.best)):
-            ok = math.isfinite(b)
-            gf = t["flop"] / b / 1e9 if ok and t["flop"] else 0.0
-            out.write(f"{i + 1:>3} | {t['name'][:36]:<36} | {t['flop'] / 1e6:9.2f} | "
-                      f"{t['weight']:>6g} | {gf:8.2f} | "
-                      + (f"{b * 1e3:10.4f} | {t['weight'] * b * 1e3:9.4f} | " if ok
-                         else f"{'-':>10} | {'-':>9} | ")
-                      + f"{self.trials[i] + self.recorded[i]:>6} | {self.errors[i]:>6}\n")
-        out.write(f"total: {self.total} trials this run" +
-                  (f" ({self.offset} recorded before)" if self.offset else "") + "; " +
-                  self.estimate_text() + "\n")
-        return out.getvalue()
-
-    def estimate_text(self) -> str:
-        est = self.estimate_ms()
-        if math.isfinite(est):
-            return f"estimated model latency {est:.3f} ms (sum of weight x best kernel latency)"
-        return (f"no model estimate: {self.n_unmeasured()} of {len(self.tasks)} tasks have no "
-                f"measured schedule")
-
-
-def _progress_callback(prog: _Progress):
-    from tvm.ir.utils import derived_object
-    from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
-
-    @derived_object
-    class ProgressCallback(PyMeasureCallback):
-        def apply(self, task_scheduler, task_id, measure_candidates, builder_results,
-                  runner_results):
-            prog.on_batch(int(task_id), runner_results)
-
-    return ProgressCallback()
 
 
 def tune_model(model, target="llvm", trials: int = 256, tuner: str = DEFAULT_TUNER, seed: int = 0,
@@ -444,7 +291,7 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
     else:
         default_cm = "random"
     cost_model = cost_model or default_cm
-    lg, old_level = _silence_metaschedule(verbose)
+    lg, old_level = silence_metaschedule(verbose)
     try:
         with metaschedule_logging_guard():
             ctxs, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
@@ -468,24 +315,24 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
     if auto_batch:
         num_trials_per_iter = batch_size(int(trials), len(ctxs))
     db = ms.database.JSONDatabase(work_dir=work_dir)
-    recorded = _recorded_bests(db, ctxs)
+    recorded = recorded_bests(db, ctxs)
     n_recorded = sum(n for n, _ in recorded.values())
-    history = _previous_history(work_dir) if n_recorded else []
+    history = previous_history(work_dir) if n_recorded else []
     b = make_builder(builder)
     r = make_runner(runner, timeout_sec=timeout_sec)
     cold = bool(getattr(getattr(r, "evaluator_config", None), "enable_cpu_cache_flush", False))
-    prog = _Progress(task_info, int(trials), progress, t_start, recorded, history)
-    _say(progress, f"dcoc: tuning {m.name} for {spec.kind} ({len(ctxs)} tasks, {trials} trials"
+    prog = TuningProgress(task_info, int(trials), progress, t_start, recorded, history)
+    say(progress, f"dcoc: tuning {m.name} for {spec.kind} ({len(ctxs)} tasks, {trials} trials"
                    + (f", time budget {time_budget:g} s" if time_budget else "")
                    + f", tuner {tuner}, seed {seed}); MetaSchedule logs in {work_dir}/logs")
     if n_recorded:
         counted = ("counted against the budget" if hasattr(strategy, "limit_total")
                    else f"the starting population of {MS_STRATEGIES.get(str(tuner).lower(), tuner)}, "
                         "which spends the full budget again")
-        _say(progress, f"dcoc: resuming: {n_recorded} recorded trials in {work_dir} ({counted})")
+        say(progress, f"dcoc: resuming: {n_recorded} recorded trials in {work_dir} ({counted})")
     warn = coverage_warning(int(trials), len(ctxs))
     if warn:
-        _say(progress, "dcoc: warning: " + warn)
+        say(progress, "dcoc: warning: " + warn)
     # Phases (global budget after the phase, batch size): one, unless a wall-clock budget
     # binds before the trials do -- then every task's first trial comes in a phase of
     # one-trial batches, so the first round reaches every task before the time is spent.
@@ -500,7 +347,7 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
     t_tune = time.perf_counter()
     deadline = t_tune + float(time_budget) if time_budget else None
     stopped_on_time, history = False, None
-    lg, old_level = _silence_metaschedule(verbose)
+    lg, old_level = silence_metaschedule(verbose)
     try:
         for k, (upto, per_iter) in enumerate(phases):
             left = upto - prog.total
@@ -516,7 +363,7 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
                 sched = task_scheduler
             if hasattr(strategy, "limit_total"):  # dcoc strategies: no batch past `upto`
                 strategy.limit_total(upto)
-            callbacks = MEASURE_CALLBACKS() + [_progress_callback(prog)]
+            callbacks = MEASURE_CALLBACKS() + [progress_callback(prog)]
             if hasattr(sched, "callback"):
                 callbacks.append(sched.callback())
             ms.tune_tasks(tasks=ctxs, task_weights=weights, work_dir=work_dir,
@@ -534,7 +381,7 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
         if isinstance(builder, str):
             close_builder(b)
     if stopped_on_time:
-        _say(progress, f"dcoc: time budget of {time_budget:g} s spent: stopped after "
+        say(progress, f"dcoc: time budget of {time_budget:g} s spent: stopped after "
                        f"{prog.total} of {trials} trials (every measured trial is recorded)")
     tune_seconds = time.perf_counter() - t_tune
 
@@ -570,7 +417,7 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
         if math.isfinite(lat):
             row["ms"] = lat * 1e3
         layers.append(row)
-    _say(progress, prog.table())
+    say(progress, prog.table())
 
     # ----------------------------------------------------------- compile + measure
     names_in = list(m.input_shapes)
@@ -578,11 +425,11 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
     kept_untuned: list = []
     apply_db = db
     if keep_untuned_if_faster:
-        apply_db, kept_untuned = _drop_slower_than_untuned(db, ctxs, task_info, tgt)
+        apply_db, kept_untuned = drop_slower_than_untuned(db, ctxs, task_info, tgt)
     ex, report = compile_model(apply_db, m.mod, tgt)
     untuned_tasks = no_schedule + kept_untuned
     if untuned_tasks:
-        _say(progress, f"dcoc: {untuned_phrase(len(untuned_tasks), len(task_info), len(no_schedule))}: "
+        say(progress, f"dcoc: {untuned_phrase(len(untuned_tasks), len(task_info), len(no_schedule))}: "
                        + ", ".join(untuned_tasks[:6]) + (" ..." if len(untuned_tasks) > 6 else ""))
     latency = baseline_latency = ort_ms = math.nan
     arrays = [inputs[n] for n in names_in]
@@ -595,7 +442,7 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
     if onnxruntime and measure and spec.kind == "llvm":
         ort_ms = _onnxruntime_ms(m, inputs, threads, progress)
     if measure:
-        _say(progress, "dcoc: " + speed_line(latency, baseline_latency, ort_ms, threads)
+        say(progress, "dcoc: " + speed_line(latency, baseline_latency, ort_ms, threads)
              + f"; tuning took {tune_seconds:.1f} s")
 
     result = TuneResult(
@@ -620,7 +467,7 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
     if math.isfinite(ort_ms):
         result.onnxruntime_ms = float(ort_ms)
     result._runner = make_model_runner(ex, tgt, names_in, m.input_dtypes)
-    _write_task_names(db, ctxs, task_info, work_dir)
+    write_task_names(db, ctxs, task_info, work_dir)
     result.save(os.path.join(work_dir, "result.json"))
     return result
 
@@ -648,132 +495,8 @@ def _onnxruntime_ms(m, inputs: dict, threads: int | None, progress) -> float:
         return float(onnxruntime_latency_ms(src, {k: tuple(v.shape) for k, v in inputs.items()},
                                             threads=threads or 1, inputs=inputs))
     except Exception as exc:  # noqa: BLE001 - a baseline must never lose the tuned result
-        _say(progress, f"dcoc: ONNX Runtime baseline skipped: {' '.join(str(exc).split())[:200]}")
+        say(progress, f"dcoc: ONNX Runtime baseline skipped: {' '.join(str(exc).split())[:200]}")
         return math.nan
-
-
-def _recorded_bests(db, ctxs) -> dict:
-    """``{task index: (records, best valid cost s)}`` of the tasks the database holds."""
-    from tvm_plugin.metaschedule.strategy import record_result
-
-    out = {}
-    try:
-        recs = list(db.get_all_tuning_records())
-    except Exception:  # noqa: BLE001
-        return out
-    if not recs:
-        return out
-    import tvm_ffi
-
-    by_hash: dict = {}
-    for rec in recs:
-        h = tvm_ffi.structural_hash(rec.workload.mod)
-        n, b = by_hash.get(h, (0, math.inf))
-        r = record_result(rec)
-        by_hash[h] = (n + 1, min(b, r.cost) if r.valid else b)
-    for i, ctx in enumerate(ctxs):
-        h = tvm_ffi.structural_hash(ctx.mod)
-        if h in by_hash:
-            out[i] = by_hash[h]
-    return out
-
-
-def _previous_history(work_dir: str) -> list:
-    """The tuning curve of the work dir's last result (a resumed run continues it)."""
-    import json
-
-    try:
-        with open(os.path.join(work_dir, "result.json"), encoding="utf-8") as f:
-            hist = json.load(f).get("history") or []
-        return [[int(t), float(v)] for t, v in hist]
-    except (OSError, ValueError, TypeError, AttributeError):
-        return []
-
-
-def _write_task_names(db, ctxs, task_info, work_dir: str) -> None:
-    """``work_dir/ms_tasks.json``: {workload structural hash: task name} for the database
-    readers that run without TVM (:mod:`dcoc.search.msdb`)."""
-    import json
-
-    names = {}
-    for ctx, info in zip(ctxs, task_info):
-        try:
-            if db.has_workload(ctx.mod):
-                names[str(db.commit_workload(ctx.mod).as_json()[0])] = info["name"]
-        except Exception:  # noqa: BLE001 - names are a convenience
-            continue
-    from dcoc.paths import write_text_atomic
-    from dcoc.search.msdb import TASK_NAMES_FILE
-
-    write_text_atomic(os.path.join(work_dir, TASK_NAMES_FILE),
-                      json.dumps(names, indent=2, sort_keys=True) + "\n")
-
-
-def _time_kernels(kernels: dict, rounds: int = 2) -> dict:
-    import numpy as np
-
-    best = {k: math.inf for k in kernels}
-    for _ in range(rounds):
-        for k, (f, args) in kernels.items():
-            best[k] = min(best[k], float(np.median([float(x) for x in f(*args).results])))
-    return best
-
-
-def _drop_slower_than_untuned(db, ctxs, task_info, target, margin: float = 0.05):
-    """A MemoryDatabase with each task's best record, except the tasks whose untuned
-    PrimFunc is faster than that record by more than ``margin``; and those task names."""
-    import numpy as np
-    import tvm
-    from tvm.s_tir import Schedule
-    from tvm.s_tir import meta_schedule as ms
-
-    from tvm_plugin.metaschedule.build import device_of, fast_build
-
-    out = ms.database.MemoryDatabase()
-    kept = []
-    dev = device_of(target)
-    for ctx, info in zip(ctxs, task_info):
-        if not db.has_workload(ctx.mod):
-            continue
-        top = db.get_top_k(db.commit_workload(ctx.mod), 1)
-        if not len(top):
-            continue
-        rec = top[0]
-        faster_untuned = False
-        try:
-            sch = Schedule(ctx.mod)
-            rec.trace.apply_to_schedule(sch, remove_postproc=False)
-            rng = np.random.default_rng(0)
-            args = []
-            for a in rec.args_info:
-                shape, dt = [int(x) for x in a.shape], str(a.dtype)
-                arr = rng.standard_normal(shape).astype(dt) if "float" in dt else np.zeros(shape, dt)
-                args.append(tvm.runtime.tensor(arr, dev))
-            kern = {}
-            for key, mod in (("tuned", sch.mod), ("untuned", ctx.mod)):
-                lib = fast_build(mod, target, None)
-                rt = lib.jit() if hasattr(lib, "jit") else lib
-                kern[key] = (rt.time_evaluator("main", dev, number=1, repeat=3,
-                                               min_repeat_ms=20), args)
-            t = _time_kernels(kern)
-            faster_untuned = t["untuned"] < t["tuned"] * (1 - margin)
-        except Exception:  # noqa: BLE001 - keep the tuned schedule if the check fails
-            faster_untuned = False
-        if faster_untuned:
-            kept.append(info["name"])
-            continue
-        copy_record(out, rec, ctx.mod)
-    return out, kept
-
-
-def copy_record(db, rec, mod=None) -> None:
-    """Commit a copy of the tuning record ``rec`` (of ``mod``, by default its own
-    workload's module) into the database ``db``."""
-    from tvm.s_tir import meta_schedule as ms
-
-    wl = db.commit_workload(rec.workload.mod if mod is None else mod)
-    db.commit_tuning_record(ms.database.TuningRecord(rec.trace, wl, rec.run_secs,
-                                                     rec.target, rec.args_info))
 
 
 def MEASURE_CALLBACKS() -> list:  # noqa: N802
