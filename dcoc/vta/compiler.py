@@ -9,27 +9,15 @@ The stream is what TVM's VTA flow would produce for the TOPI-VTA templates
   ci-outer reduction loop, whose body DMAs the (padded) input tile and the weight tile
   into INP/WGT SRAM and runs one GEMM over the loops tile_ci, tile_w, KW, KH, tile_co,
   tile_h; then the fused ALU epilogue over the tile and one STORE of the tile.
-* **Micro-op kernels.**  Like ``FoldUopLoop``: the two outermost non-unit loops of a
-  kernel become the GEMM/ALU ``iter_out``/``iter_in`` loops, the remaining loops are
-  unrolled into micro-ops.  ALU loops are flattened like ``InjectALUIntrin``.  Kernels are
-  cached in the UOP SRAM as the runtime's ring (``UopQueue``): a LOAD UOP is emitted only
-  the first time a kernel is used or after it was evicted.
-* **DMA.**  Like ``InjectDMAIntrin``: loads of a padded conv input are 2-D (rows x cols)
-  with the pad fields, without folding; unpadded transfers are folded to 2-D when the
-  region is contiguous enough.  When a region cannot be expressed as one 2-D DMA (e.g.
-  ``tile_ci > 1`` with padding, or a store with ``tile_co > 1`` and ``tile_w < OW``) TVM's
-  pass rejects the schedule; dcoc instead emits one 2-D DMA per outer slice
-  (documented deviation; the knob space stays the full AutoTVM space).
 * **Virtual threads.**  ``cthread`` semantics of ``InjectVirtualThread``: every
   statement (each DMA, GEMM, ALU, dependence push/pop) is replicated per thread and the
   copies are emitted back to back (h-thread major, oc-thread minor) while the loops are
   shared; on-chip buffers are replicated per thread.  A thread whose tile index is out of
   range in an iteration (non-divisible outer extent) emits nothing for that iteration.
-* **Dependency tokens.**  The push/pop placement of TVM's ``CoProcSync`` for this loop
-  structure, turned into instruction flags and NOPs exactly as ``runtime.cc``'s
-  ``InsnQueue`` does (``DepPush`` sets the flag on the stage's last instruction when it can,
-  else emits a NOP; ``DepPop`` is deferred to the stage's next instruction; ``Synchronize``
-  makes FINISH wait for the last load and store).
+
+Micro-op kernels, DMA and dependency tokens follow TVM's passes as :mod:`dcoc.vta.stream`
+describes; :mod:`dcoc.vta.program` turns a plan into the program (DRAM layout,
+instructions, micro-op kernels) the simulator runs.
 
 Schedules that overflow a buffer, the micro-op cache or an ISA field raise
 :class:`PlanError` (``simulate`` turns it into ``valid=False`` with the reason).
@@ -40,11 +28,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dcoc.vta import isa
 from dcoc.vta.hardware import HWConfig
 from dcoc.vta.isa import COMPUTE_STAGE, LOAD_STAGE, MEM_ACC, MEM_INP, MEM_WGT, STORE_STAGE
 from dcoc.vta.stream import (
-    _MAX_ITER,
     InsnStream,
     PlanError,
     UopKernel,
@@ -52,12 +38,14 @@ from dcoc.vta.stream import (
     _dma_2d,
     _span,
     alu_kernel,
+    check_fits,
+    check_kernel,
+    check_mem,
     fold_gemm_loops,
 )
 from dcoc.vta.workloads import DEFAULT_EPILOGUE, Conv2DWorkload, DenseWorkload, Epilogue, check_knobs
 
-__all__ = ["PlanError", "ConvPlan", "DensePlan", "make_plan", "compile_program", "Program",
-           "InsnStream", "UopKernel"]
+__all__ = ["PlanError", "ConvPlan", "DensePlan", "make_plan", "InsnStream", "UopKernel"]
 
 L, C, S = LOAD_STAGE, COMPUTE_STAGE, STORE_STAGE
 
@@ -88,7 +76,7 @@ class _Base:
         self.bias_sz = self.tco if self.has_bias else 0
         self.res_sz = self.acc_sz if self.has_res else 0
         n = self.nctx
-        _check_fits(self.hw, n * self.inp_sz, n * self.wgt_sz,
+        check_fits(self.hw, n * self.inp_sz, n * self.wgt_sz,
                     n * (self.acc_sz + self.bias_sz + self.res_sz), n)
 
     # SRAM bases per buffer slot (thread context)
@@ -115,10 +103,10 @@ class _Base:
 
     def _check_kernels(self) -> None:
         for k in list(self.k_reset.values()) + list(self.k_gemm.values()):
-            _check_kernel(k, self.hw)
+            check_kernel(k, self.hw)
         for ks in self.k_alu.values():
             for k in ks:
-                _check_kernel(k, self.hw)
+                check_kernel(k, self.hw)
 
     def emit_prologue(self, q: "InsnStream"):
         for _ in self.contexts:
@@ -135,12 +123,12 @@ class _Base:
 
     def _emit_residual(self, q, dram, slot, dims, base):
         for off, y, x, st, so in _dma_2d(dims, base, True):
-            _check_mem(y, x, st, what="residual load")
+            check_mem(y, x, st, what="residual load")
             q.load(MEM_ACC, self.res_base(slot) + so, off, y, x, st)
 
     def _emit_weights(self, q, dram, slot, dims, base):
         for off, y, x, st, so in _dma_2d(dims, base, True):
-            _check_mem(y, x, st, what="weight load")
+            check_mem(y, x, st, what="weight load")
             q.load(MEM_WGT, self.wgt_base(slot) + so, off, y, x, st)
 
     def _emit_alu(self, q, slot):
@@ -149,7 +137,7 @@ class _Base:
 
     def _emit_store(self, q, slot, dims, base):
         for off, y, x, st, so in _dma_2d(dims, base, True):
-            _check_mem(y, x, st, what="store")
+            check_mem(y, x, st, what="store")
             q.store(self.acc_base(slot) + so, off, y, x, st)
 
     def _pack_bias(self, bias, n_valid: int):
@@ -160,44 +148,6 @@ class _Base:
             bb[:n_valid] = bias
         bb = np.broadcast_to(bb.reshape(self.COb, 1, BO), (self.COb, B, BO))
         return np.ascontiguousarray(bb).view(np.uint8).reshape(-1)
-
-
-def _check_fits(hw: HWConfig, inp: int, wgt: int, acc: int, nctx: int):
-    if inp > hw.inp_depth:
-        raise PlanError(f"input buffer overflow: {inp} elements needed ({nctx} thread(s)) > "
-                        f"INP depth {hw.inp_depth}")
-    if wgt > hw.wgt_depth:
-        raise PlanError(f"weight buffer overflow: {wgt} elements needed ({nctx} thread(s)) > "
-                        f"WGT depth {hw.wgt_depth}")
-    if acc > hw.acc_depth:
-        raise PlanError(f"accumulator buffer overflow: {acc} elements needed ({nctx} thread(s)) "
-                        f"> ACC depth {hw.acc_depth}")
-
-
-def _check_kernel(k: UopKernel, hw: HWConfig):
-    lay = hw.layout
-    if k.size > hw.uop_depth:
-        raise PlanError(f"micro-op cache overflow: kernel of {k.size} uops > uop buffer "
-                        f"{hw.uop_depth}")
-    for e, d, s, w in k.loops:
-        if e > _MAX_ITER:
-            raise PlanError(f"loop extent {e} exceeds the 14-bit iteration field")
-        if d >= (1 << lay.log_acc_depth):
-            raise PlanError(f"dst factor {d} exceeds its {lay.log_acc_depth}-bit field")
-        sbits = lay.log_acc_depth if k.kind == "alu" else lay.log_inp_depth
-        if s >= (1 << sbits):
-            raise PlanError(f"src factor {s} exceeds its {sbits}-bit field")
-        if w >= (1 << lay.log_wgt_depth):
-            raise PlanError(f"wgt factor {w} exceeds its {lay.log_wgt_depth}-bit field")
-
-
-def _check_mem(y, x, stride, pads=(0, 0, 0, 0), what="DMA"):
-    if x > 0xFFFF or y > 0xFFFF:
-        raise PlanError(f"{what} size {y}x{x} exceeds the 16-bit size field")
-    if stride > 0xFFFF:
-        raise PlanError(f"{what} stride {stride} exceeds the 16-bit stride field")
-    if max(pads) > 15:
-        raise PlanError(f"{what} padding {max(pads)} exceeds the 4-bit pad field (max 15)")
 
 
 class ConvPlan(_Base):
@@ -332,11 +282,11 @@ class ConvPlan(_Base):
             ctx.append((slot, hi, co, hi < self.n_h and co < self.n_co))
         return ctx
 
-    def emit_iteration(self, q: InsnStream, it, dram: "DramLayout"):
+    def emit_iteration(self, q: InsnStream, it, dram):
         for part in range(self.n_parts):
             self.emit_part(q, it, part, dram)
 
-    def emit_part(self, q: InsnStream, it, part: int, dram: "DramLayout"):
+    def emit_part(self, q: InsnStream, it, part: int, dram):
         """Emit one part of a tile iteration (see :attr:`n_parts`)."""
         ctx = self._ctx(it)
         if part == 0:
@@ -415,13 +365,13 @@ class ConvPlan(_Base):
                 cib = kc * self.tci + j
                 sram = self.inp_base(slot) + j * self.in_rows * self.in_cols
                 base = dram.elem("inp", ((b * self.CIb + cib) * self.H + r0) * self.W + c0)
-                _check_mem(rsz, csz, self.W, (rpad0, rpad1, cpad0, cpad1), "input load")
+                check_mem(rsz, csz, self.W, (rpad0, rpad1, cpad0, cpad1), "input load")
                 q.load(MEM_INP, sram, base, rsz, csz, self.W, rpad0, rpad1, cpad0, cpad1)
         else:
             base = dram.elem("inp", ((b * self.CIb + kc * self.tci) * self.H + r0) * self.W + c0)
             dims = [(self.tci, self.H * self.W), (rsz, self.W), (csz, 1)]
             for off, y, x, st, so in _dma_2d(dims, base, True):
-                _check_mem(y, x, st, what="input load")
+                check_mem(y, x, st, what="input load")
                 q.load(MEM_INP, self.inp_base(slot) + so, off, y, x, st)
         wdims = [(tco, self.CIb * self.KH * self.KW), (self.tci * self.KH * self.KW, 1)]
         wbase = dram.elem("wgt", ((co * tco) * self.CIb + kc * self.tci) * self.KH * self.KW)
@@ -516,7 +466,7 @@ class DensePlan(_Base):
     def part_key(self, part: int) -> int:
         return 0
 
-    def emit_part(self, q: InsnStream, it, part: int, dram: "DramLayout"):
+    def emit_part(self, q: InsnStream, it, part: int, dram):
         self.emit_iteration(q, it, dram)
 
     def strides(self) -> list[int]:
@@ -538,7 +488,7 @@ class DensePlan(_Base):
     def iteration_at(self, idx: int):
         return (idx // self.n_coo, idx % self.n_coo)
 
-    def emit_iteration(self, q: InsnStream, it, dram: "DramLayout"):
+    def emit_iteration(self, q: InsnStream, it, dram):
         bo, coo = it
         ctx = [(slot, coo * self.ocn + oc, coo * self.ocn + oc < self.n_co)
                for _, oc, slot in self.contexts]
@@ -635,119 +585,3 @@ def make_plan(wl, hw: HWConfig, knobs, epilogue: Epilogue | None = DEFAULT_EPILO
     if isinstance(wl, DenseWorkload):
         return DensePlan(wl, hw, knobs, epilogue)
     raise PlanError(f"unsupported workload type {type(wl).__name__}")
-
-
-# ============================================================================ DRAM / program
-class DramLayout:
-    """Byte placement of the DRAM regions (uop kernels, input, weight, bias, residual, output).
-
-    Every region starts on a boundary that is a multiple of its element size, so the
-    instructions' element-unit ``dram_base`` is exact.
-    """
-
-    def __init__(self, regions: dict[str, tuple[int, int]], uop_words: int):
-        self.regions: dict[str, tuple[int, int, int]] = {}  # name -> (byte base, bytes, elem)
-        align = 4096
-        for _, eb in regions.values():
-            align = max(align, eb)
-        pos = align  # keep address 0 unused
-        items = [("uop", (uop_words, 4))] + list(regions.items())
-        for name, (n, eb) in items:
-            pos = -(-pos // align) * align
-            self.regions[name] = (pos, n * eb, eb)
-            pos += n * eb
-        self.size = -(-pos // align) * align
-
-    def elem(self, name: str, index: int) -> int:
-        base, _, eb = self.regions[name]
-        return base // eb + int(index)
-
-    def check_fields(self) -> None:
-        """PlanError when a region's element addresses do not fit the 32-bit dram_base."""
-        for name, (base, n, eb) in self.regions.items():
-            if (base + n) // eb > 0xFFFFFFFF:
-                raise PlanError(f"DRAM region {name} ({n} bytes) exceeds the 32-bit "
-                                f"dram_base field")
-
-    def byte_range(self, name: str) -> tuple[int, int]:
-        base, n, _ = self.regions[name]
-        return base, base + n
-
-
-@dataclass
-class Program:
-    """A compiled instruction stream with its DRAM image description.
-
-    ``insns``: instruction objects (see :mod:`dcoc.vta.isa`); ``uop_words``: the micro-op
-    kernels as 32-bit words, placed at the ``uop`` DRAM region; ``dram``: the region layout;
-    ``plan``: the schedule it was compiled from; ``segments``: index of the first instruction
-    of each segment (prologue, one per tile iteration, epilogue).
-    """
-
-    hw: HWConfig
-    insns: list
-    uop_words: np.ndarray
-    dram: DramLayout
-    plan: object = None
-    segments: list = field(default_factory=list)
-
-    def encode(self) -> list[int]:
-        """All instructions as 128-bit integers (IsaError if a field does not fit)."""
-        return [isa.encode(i, self.hw) for i in self.insns]
-
-    def listing(self, limit: int | None = None) -> str:
-        """A human-readable listing of the stream."""
-        lines = [f"{n:6d}  {i}" for n, i in enumerate(self.insns[:limit])]
-        if limit is not None and len(self.insns) > limit:
-            lines.append(f"... ({len(self.insns) - limit} more)")
-        return "\n".join(lines)
-
-    def initial_dram(self, arrays: dict[str, np.ndarray] | None = None) -> np.ndarray:
-        """The DRAM image (uint8) with uops and the given region contents placed."""
-        mem = np.zeros(self.dram.size, np.uint8)
-        b0, b1 = self.dram.byte_range("uop")
-        mem[b0:b1] = self.uop_words.astype("<u4").view(np.uint8)
-        for name, arr in (arrays or {}).items():
-            a0, a1 = self.dram.byte_range(name)
-            mem[a0:a0 + arr.size] = arr
-        return mem
-
-
-def _kernel_dram(plan) -> tuple[dict, np.ndarray]:
-    """Place every kernel's uops once in the uop DRAM region (element offsets)."""
-    words = []
-    offsets = {}
-    kernels = []
-    if isinstance(plan, ConvPlan):
-        for slot in plan.k_reset:
-            kernels += [plan.k_reset[slot], plan.k_gemm[slot]] + plan.k_alu[slot]
-    else:
-        for key in plan.k_reset:
-            kernels += [plan.k_reset[key], plan.k_gemm[key]]
-        for slot in plan.k_alu:
-            kernels += plan.k_alu[slot]
-    pos = 0
-    for k in kernels:
-        offsets[k.key] = pos
-        for u in k.uops:
-            words.append(isa.encode_uop(u, plan.hw))
-        pos += k.size
-    return offsets, np.array(words, dtype=np.uint32)
-
-
-def compile_program(plan) -> Program:
-    """Compile the whole instruction stream of a plan (the reference path)."""
-    offsets, words = _kernel_dram(plan)
-    dram = DramLayout(plan.dram_regions(), len(words))
-    dram.check_fields()
-    base = dram.elem("uop", 0)
-    kd = {k: base + v for k, v in offsets.items()}
-    q = InsnStream(plan.hw, kd)
-    segs = [0]
-    plan.emit_prologue(q)
-    for it in plan.iterations():
-        segs.append(q.begin_segment())
-        plan.emit_iteration(q, it, dram)
-    segs.append(q.begin_segment())
-    plan.emit_epilogue(q)
-    return Program(plan.hw, q.insns, words, dram, plan, segs)

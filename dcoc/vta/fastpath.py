@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcoc.vta.compiler import DramLayout, _kernel_dram
 from dcoc.vta.isa import COMPUTE_STAGE, LOAD_STAGE, OP_LOAD, OP_STORE, GemmInsn, MemInsn
+from dcoc.vta.program import DramLayout, kernel_dram
 from dcoc.vta.simulator import COUNTER_KEYS, Engine, TimingParams, insn_counters, insn_timing
 from dcoc.vta.stream import InsnStream
 
@@ -64,7 +64,7 @@ def fast_timing(plan, tp: TimingParams, skip: bool = True):
 
     hw = plan.hw
     lat = dma_timing(plan, tp)
-    offsets, words = _kernel_dram(plan)
+    offsets, words = kernel_dram(plan)
     dram = DramLayout(plan.dram_regions(), len(words))
     dram.check_fields()
     base = dram.elem("uop", 0)

@@ -8,8 +8,9 @@ from typing import Mapping
 import numpy as np
 
 from dcoc.errors import ConfigError, KnobError, WorkloadError
-from dcoc.vta.compiler import PlanError, compile_program, make_plan
+from dcoc.vta.compiler import PlanError, make_plan
 from dcoc.vta.hardware import HWConfig
+from dcoc.vta.program import compile_program
 from dcoc.vta.simulator import DEFAULT_TIMING, SimResult, TimingParams, check_data, finish_result, run_program
 from dcoc.vta.workloads import DEFAULT_EPILOGUE, Conv2DWorkload, DenseWorkload, Epilogue, space_for
 
@@ -38,7 +39,7 @@ def _norm_knobs(knobs):
 
 
 def compile_schedule(wl, hw, knobs, epilogue: Epilogue | None = DEFAULT_EPILOGUE):
-    """Compile the full instruction stream (a :class:`~dcoc.vta.compiler.Program`).
+    """Compile the full instruction stream (a :class:`~dcoc.vta.program.Program`).
 
     Raises :class:`~dcoc.errors.KnobError` when the knobs are invalid for the config.
     """

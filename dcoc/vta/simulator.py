@@ -469,7 +469,7 @@ class SimResult:
     ``utilization``: MACs / (cycles * BATCH * BLOCK_IN * BLOCK_OUT); ``counters``: the
     fsim profiler counters; ``instructions``: number of instructions in the stream;
     ``output``: the functional result (int8 after the epilogue, int32 accumulators when
-    ``epilogue=None``) or None; ``program``: the compiled :class:`~dcoc.vta.compiler.Program`
+    ``epilogue=None``) or None; ``program``: the compiled :class:`~dcoc.vta.program.Program`
     when the full stream was built (reference / functional runs).
     """
 
@@ -514,7 +514,7 @@ def finish_result(wl, hw: HWConfig, knobs, cycles: int, counters: dict, n_insns:
 def run_program(program, tp: TimingParams = DEFAULT_TIMING, arrays: dict | None = None,
                 functional: bool = False, shadow_region: str | None = "out",
                 check_races: bool = True):
-    """Simulate a :class:`~dcoc.vta.compiler.Program` instruction by instruction.
+    """Simulate a :class:`~dcoc.vta.program.Program` instruction by instruction.
 
     Returns ``(cycles, counters, machine)``.  Every access is checked (SimulationError on a
     rule violation), including -- with ``check_races`` -- SRAM accesses of two modules that

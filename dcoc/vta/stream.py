@@ -1,9 +1,24 @@
 """VTA instruction-stream building blocks: micro-op kernels and the UOP-SRAM cache, the
 per-stage instruction queues with dependence tokens (:class:`InsnStream`, as the
 runtime's ``InsnQueue``), and the DMA region helpers.  :mod:`dcoc.vta.compiler` uses
-them to lower one operator plan; the conventions they follow (``FoldUopLoop``,
-``InjectALUIntrin``, ``UopQueue``, ``InjectDMAIntrin``, ``CoProcSync``) are described
-in that module's docstring.
+them to lower one operator plan.  The conventions, as TVM's VTA flow has them:
+
+* **Micro-op kernels.**  Like ``FoldUopLoop``: the two outermost non-unit loops of a
+  kernel become the GEMM/ALU ``iter_out``/``iter_in`` loops, the remaining loops are
+  unrolled into micro-ops.  ALU loops are flattened like ``InjectALUIntrin``.  Kernels are
+  cached in the UOP SRAM as the runtime's ring (``UopQueue``): a LOAD UOP is emitted only
+  the first time a kernel is used or after it was evicted.
+* **DMA.**  Like ``InjectDMAIntrin``: loads of a padded conv input are 2-D (rows x cols)
+  with the pad fields, without folding; unpadded transfers are folded to 2-D when the
+  region is contiguous enough.  When a region cannot be expressed as one 2-D DMA (e.g.
+  ``tile_ci > 1`` with padding, or a store with ``tile_co > 1`` and ``tile_w < OW``) TVM's
+  pass rejects the schedule; dcoc instead emits one 2-D DMA per outer slice
+  (documented deviation; the knob space stays the full AutoTVM space).
+* **Dependency tokens.**  The push/pop placement of TVM's ``CoProcSync`` for this loop
+  structure, turned into instruction flags and NOPs exactly as ``runtime.cc``'s
+  ``InsnQueue`` does (``DepPush`` sets the flag on the stage's last instruction when it can,
+  else emits a NOP; ``DepPop`` is deferred to the stage's next instruction; ``Synchronize``
+  makes FINISH wait for the last load and store).
 """
 from __future__ import annotations
 
@@ -368,3 +383,45 @@ def _span(start: int, length: int, lo_pad: int, extent: int):
     size = max(0, min(length - pad0, extent - first))
     pad1 = length - pad0 - size
     return pad0, size, pad1, (first if size > 0 else 0)
+
+
+# ============================================================================ limits
+def check_fits(hw: HWConfig, inp: int, wgt: int, acc: int, nctx: int):
+    """PlanError unless the per-thread tiles (elements x threads) fit the SRAMs."""
+    if inp > hw.inp_depth:
+        raise PlanError(f"input buffer overflow: {inp} elements needed ({nctx} thread(s)) > "
+                        f"INP depth {hw.inp_depth}")
+    if wgt > hw.wgt_depth:
+        raise PlanError(f"weight buffer overflow: {wgt} elements needed ({nctx} thread(s)) > "
+                        f"WGT depth {hw.wgt_depth}")
+    if acc > hw.acc_depth:
+        raise PlanError(f"accumulator buffer overflow: {acc} elements needed ({nctx} thread(s)) "
+                        f"> ACC depth {hw.acc_depth}")
+
+
+def check_kernel(k: UopKernel, hw: HWConfig):
+    """PlanError unless a micro-op kernel fits the uop cache and its ISA fields."""
+    lay = hw.layout
+    if k.size > hw.uop_depth:
+        raise PlanError(f"micro-op cache overflow: kernel of {k.size} uops > uop buffer "
+                        f"{hw.uop_depth}")
+    for e, d, s, w in k.loops:
+        if e > _MAX_ITER:
+            raise PlanError(f"loop extent {e} exceeds the 14-bit iteration field")
+        if d >= (1 << lay.log_acc_depth):
+            raise PlanError(f"dst factor {d} exceeds its {lay.log_acc_depth}-bit field")
+        sbits = lay.log_acc_depth if k.kind == "alu" else lay.log_inp_depth
+        if s >= (1 << sbits):
+            raise PlanError(f"src factor {s} exceeds its {sbits}-bit field")
+        if w >= (1 << lay.log_wgt_depth):
+            raise PlanError(f"wgt factor {w} exceeds its {lay.log_wgt_depth}-bit field")
+
+
+def check_mem(y, x, stride, pads=(0, 0, 0, 0), what="DMA"):
+    """PlanError unless a 2-D DMA fits its size, stride and pad fields."""
+    if x > 0xFFFF or y > 0xFFFF:
+        raise PlanError(f"{what} size {y}x{x} exceeds the 16-bit size field")
+    if stride > 0xFFFF:
+        raise PlanError(f"{what} stride {stride} exceeds the 16-bit stride field")
+    if max(pads) > 15:
+        raise PlanError(f"{what} padding {max(pads)} exceeds the 4-bit pad field (max 15)")

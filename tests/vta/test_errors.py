@@ -15,7 +15,7 @@ from dcoc.vta import (
     isa,
     simulate,
 )
-from dcoc.vta.compiler import DramLayout, Program
+from dcoc.vta.program import DramLayout, Program
 from dcoc.vta.simulator import run_program
 
 PYNQ = HWConfig.preset("pynq")
