@@ -4,6 +4,7 @@ small conv model."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -57,8 +58,8 @@ def test_prepacked_tuned_model_matches_onnxruntime_and_folds_the_packing(tmp_pat
     np.testing.assert_allclose(r.run({"x": x})[0], _ort(proto, x), rtol=1e-4, atol=1e-5)
     from tvm.s_tir import meta_schedule as ms
 
-    ex, report = compile_model(ms.database.JSONDatabase(work_dir=str(tmp_path / "wd")), m.mod,
-                               llvm.tvm)
+    db = ms.database.JSONDatabase(work_dir=str(tmp_path / "wd"))
+    ex, report = compile_model(db, m.mod, llvm.tvm)
     assert report["tuned"]
     oihw = "T.int64(16), T.int64(8), T.int64(3), T.int64(3)"
 
@@ -66,12 +67,27 @@ def test_prepacked_tuned_model_matches_onnxruntime_and_folds_the_packing(tmp_pat
         text = f.script()
         return text[text.index("def main("):].split("\n")[0]
 
-    # the tuned kernel is renamed "<function>_prepacked" and reads a packed constant
-    packed = {n: signature(f) for n, f in report["functions"].items()
+    # the layouts the tuned schedule asked for: the buffers its layout-rewrite blocks write
+    # (usually tiled, e.g. (2, 4, 2, 2, 4, 3, 3); a schedule may also keep OIHW order)
+    best = db.query_schedule(task.ms_task.dispatched[0], llvm.tvm,
+                             workload_name=task.ms_task.task_name).mod["main"].script()
+    shape = r"\(((?:T\.int64\(\d+\)(?:, )?)+)\)"
+    allocs = dict(re.findall(r"(\w+) = T\.sblock_alloc_buffer\(" + shape, best))
+    rewritten = re.findall(r"T\.writes\((\w+)\[[^\n]*\n\s*"
+                           r"T\.sblock_attr\(\{\"meta_schedule\.layout_rewrite_preproc\"", best)
+    assert rewritten, best
+    # the tuned kernel is renamed "<function>_prepacked", takes the packed constants as
+    # parameters and no longer rewrites anything itself
+    packed = {n: f for n, f in report["functions"].items()
               if n.endswith("_prepacked") and n[: -len("_prepacked")] in report["tuned"]}
-    assert packed and all(oihw not in sig for sig in packed.values()), packed
-    # the packing itself was folded: no function of the executable repacks weights
-    assert all(n.endswith("_prepacked") or n not in report["tuned"] for n in report["functions"])
+    assert packed
+    for f in packed.values():
+        params = re.findall(r"\w+: T\.Buffer\(" + shape, signature(f))
+        assert {allocs[b] for b in rewritten} <= set(params), (signature(f), rewritten)
+        assert "layout_rewrite_preproc" not in f.script()
+    # the packing itself was folded into the constants: the one-conv model's executable
+    # has no function left but the prepacked kernel (no run-time repacking function)
+    assert sorted(report["functions"]) == sorted(packed), sorted(report["functions"])
     # without prepacking the weights stay in OIHW
     _, plain = compile_model(None, m.mod, llvm.tvm, prepack=False)
     assert any(oihw in signature(f) for f in plain["functions"].values())
