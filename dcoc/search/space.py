@@ -271,3 +271,29 @@ def product(*spaces: Space, name: str = "") -> Space:
         cons += list(s.constraints)
         desc.update(s.descriptor)
     return Space(knobs, cons, desc, name or " x ".join(s.name for s in spaces))
+
+
+def hardware_space(ranges: dict, violations: Callable, board, name: str) -> Space:
+    """The hardware knobs ``ranges`` (knob -> choices), constrained to the configs whose
+    ``violations(config) -> [reasons]`` is empty; a :class:`~dcoc.errors.DcocError` raised
+    while building a config counts as its reason.  Each distinct config is checked once.
+    ``board`` (with ``bram36``, ``dsp``, ``lut``) becomes the descriptor."""
+    from dcoc.errors import DcocError
+
+    names = tuple(ranges)
+    cache: dict = {}
+
+    def fits(cfg):
+        key = tuple(cfg[k] for k in names)
+        if key not in cache:
+            try:
+                v = violations(cfg)
+                cache[key] = "; ".join(v) if v else None
+            except DcocError as exc:
+                cache[key] = str(exc)
+        return cache[key]
+
+    return Space([Knob(k, tuple(ranges[k]), "hw") for k in names], [fits],
+                 {"board_bram": board.bram36, "board_dsp": board.dsp, "board_lut": board.lut},
+                 name=name)
+

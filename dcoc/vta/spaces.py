@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from dcoc.search.measure import FunctionMeasurer
-from dcoc.search.space import Knob, Space
+from dcoc.search.space import Knob, Space, hardware_space
 from dcoc.search.tuning_task import TuningTask
 from dcoc.vta.hardware import BOARDS, HWConfig
 from dcoc.vta.layer import default_knobs, simulate
@@ -51,26 +51,10 @@ def make_hw(values: dict, board) -> "object":
 
 def hw_space(board="pynq", ranges: dict | None = None) -> Space:
     """Hardware knobs constrained to configs that are valid and fit ``board``."""
-    from dcoc.errors import DcocError
-
     bd = BOARDS[board] if isinstance(board, str) else board
     ranges = ranges or HW_RANGES
-    knobs = [Knob(k, tuple(ranges[k]), "hw") for k in HW_KNOBS]
-    cache: dict = {}
-
-    def fits(cfg):
-        key = tuple(cfg[k] for k in HW_KNOBS)
-        if key not in cache:
-            try:
-                hw = make_hw(cfg, bd)
-                v = bd.violations(hw)
-                cache[key] = "; ".join(v) if v else None
-            except DcocError as exc:
-                cache[key] = str(exc)
-        return cache[key]
-
-    return Space(knobs, [fits], {"board_bram": bd.bram36, "board_dsp": bd.dsp, "board_lut": bd.lut},
-                 name=f"hw[{bd.name}]")
+    return hardware_space({k: ranges[k] for k in HW_KNOBS},
+                          lambda cfg: bd.violations(make_hw(cfg, bd)), bd, f"hw[{bd.name}]")
 
 
 def feasible_hw(board="pynq", ranges: dict | None = None) -> list:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dcoc.errors import ConfigError, DcocError
-from dcoc.search.space import Knob, Space
+from dcoc.search.space import Knob, Space, hardware_space
 from dcoc.targets.base import Layer, Target
 from dcoc.targets.systolic.hardware import (
     BOARDS,
@@ -42,21 +42,9 @@ class SystolicTarget(Target):
     def hw_space(self, board, ranges=None):
         bd = self.board(board)
         ranges = ranges or HW_RANGES
-        knobs = [Knob(k, tuple(ranges[k]), "hw") for k in HW_KNOBS]
-        cache: dict = {}
-
-        def fits(cfg):
-            key = tuple(cfg[k] for k in HW_KNOBS)
-            if key not in cache:
-                try:
-                    v = self.violations(self.make_hw(cfg, bd), bd)
-                    cache[key] = "; ".join(v) if v else None
-                except DcocError as exc:
-                    cache[key] = str(exc)
-            return cache[key]
-
-        return Space(knobs, [fits], {"board_bram": bd.bram36, "board_dsp": bd.dsp, "board_lut": bd.lut},
-                     name=f"systolic[{bd.name}]")
+        return hardware_space({k: ranges[k] for k in HW_KNOBS},
+                              lambda cfg: self.violations(self.make_hw(cfg, bd), bd), bd,
+                              f"systolic[{bd.name}]")
 
     def make_hw(self, values, board):
         bd = self.board(board)
