@@ -80,7 +80,7 @@ def test_resnet18_tuned_matches_onnxruntime(tmp_path):
     x = np.random.default_rng(0).standard_normal(m.input_shapes["input"]).astype("float32")
     r = tune_model(m, "llvm", trials=2 * len(m.tasks("llvm")), tuner="random", seed=0,
                    work_dir=str(tmp_path), num_trials_per_iter=2, progress=False,
-                   baseline=False)
+                   baseline=False, keep_untuned_if_faster=False)
     assert len(r.extra["tuned_functions"]) >= 15
     got = r.run({"input": x})
     ref = _ort(path, {"input": x})

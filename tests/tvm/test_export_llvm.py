@@ -116,4 +116,7 @@ def test_export_recompiles_the_tuned_schedules(llvm_run):
     data = json.loads(open(os.path.join(res.work_dir, "result.json")).read())
     _, _, _, report = compile_from_work_dir(data, res.work_dir)
     want = set(res.extra["tuned_functions"])
-    assert want and set(report["tuned"]) == want
+    # the one conv task is tuned, or kept untuned because its default code measured faster
+    # (a timing verdict, so it may differ between machines): either way the export agrees
+    assert len(want) + len(res.extra["kept_untuned"]) == 1, res.extra
+    assert set(report["tuned"]) == want
