@@ -78,28 +78,6 @@ def _meta(extra: dict, trials: int, minutes: float, tuner: str, wall_s) -> dict:
             "tuned_functions": len(extra.get("tuned_functions", []))}
 
 
-def _applied_database(work_dir: str, kept_untuned) -> object:
-    """What ``tune_model`` compiled from ``work_dir``'s MetaSchedule database: each
-    workload's best record, except the tasks named in ``kept_untuned`` (their untuned code
-    was faster); the database files are only read."""
-    from tvm.s_tir import meta_schedule as ms
-
-    from tvm_plugin.metaschedule.database import copy_record
-
-    with open(os.path.join(work_dir, "ms_tasks.json")) as f:
-        names = json.load(f)
-    db, out, seen = ms.database.JSONDatabase(work_dir=work_dir), ms.database.MemoryDatabase(), set()
-    for rec in db.get_all_tuning_records():
-        key = str(rec.workload.as_json()[0])
-        if key in seen or names.get(key) in set(kept_untuned):
-            continue
-        seen.add(key)
-        top = db.get_top_k(rec.workload, 1)
-        if len(top):
-            copy_record(out, top[0])
-    return out
-
-
 def run(models=TUNING_MODELS, minutes=FULL_MINUTES, tuners=None, seed: int = 0,
         work_dir: str | None = None, population: int | None = None, rounds: int = 3,
         out: str | None = None, log=None, retime: bool = False) -> list[dict]:
@@ -109,6 +87,7 @@ def run(models=TUNING_MODELS, minutes=FULL_MINUTES, tuners=None, seed: int = 0,
     ``retime``: tune nothing; compile each run already in ``work_dir`` (an earlier
     ``run(..., work_dir=...)``) from its database as its tuning did, without changing it,
     and time them again -- e.g. on a quieter machine."""
+    from tvm_plugin.export import compile_from_work_dir
     from tvm_plugin.metaschedule.build import (
         compile_model,
         random_inputs,
@@ -147,11 +126,9 @@ def run(models=TUNING_MODELS, minutes=FULL_MINUTES, tuners=None, seed: int = 0,
                         continue
                     with open(res) as f:
                         done = json.load(f)
-                    # the compile tune_model made: each task's best record, minus the tasks
-                    # it kept untuned; the work dir is only read
-                    ex, _ = compile_model(_applied_database(wd, done["extra"].get("kept_untuned", [])),
-                                          model.mod, tgt)
-                    exes[k] = ex
+                    # the compile tune_model made (each task's best record, minus the tasks
+                    # it kept untuned), as `dcoc export` makes it; the work dir is only read
+                    exes[k] = compile_from_work_dir(done, wd, model=model)[0]
                     meta[k] = _meta(done["extra"], done["trials"], m, tuner, done.get("wall_seconds"))
                 else:
                     t0 = time.perf_counter()

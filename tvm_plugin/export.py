@@ -79,6 +79,7 @@ def compile_from_work_dir(data: dict, work_dir: str, model=None):
 
     from tvm_plugin.frontend import resolve_target
     from tvm_plugin.metaschedule.build import compile_model
+    from tvm_plugin.metaschedule.database import copy_record
 
     if not work_dir or not os.path.isfile(os.path.join(work_dir, "database_tuning_record.json")):
         raise ConfigError(f"{work_dir} holds no MetaSchedule database "
@@ -94,9 +95,7 @@ def compile_from_work_dir(data: dict, work_dir: str, model=None):
             continue
         top = db.get_top_k(db.commit_workload(mod), 1)
         if len(top):
-            rec = top[0]
-            best.commit_tuning_record(ms.database.TuningRecord(
-                rec.trace, best.commit_workload(mod), rec.run_secs, rec.target, rec.args_info))
+            copy_record(best, top[0], mod)
     ex, report = compile_model(best, m.mod, tgt)
     want = (data.get("extra") or {}).get("tuned_functions")
     if want is not None and len(report["tuned"]) < len(want):
