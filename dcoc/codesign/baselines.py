@@ -119,7 +119,6 @@ class JointCoDesign:
     def ask(self) -> list[tuple]:
         s = self.s
         if self._phase == "start":  # the same start as DCOC: default schedules on the default config
-
             self._phase = "start-tell"
             return default_jobs(s, self.t.default_hw(self.board))
         # layers are weighed on the best design so far (the incumbent)
@@ -223,7 +222,6 @@ class NestedCoDesign:
         self._cur = self._sw = None
 
     def ask(self) -> list[tuple]:
-
         s = self.s
         while s.remaining > 0:
             if self._cur is None:
@@ -287,7 +285,6 @@ class SweepCoDesign:
         self._sw = None
 
     def ask(self) -> list[tuple]:
-
         s = self.s
         while s.remaining > 0:
             while self.queue:

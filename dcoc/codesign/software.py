@@ -130,4 +130,3 @@ def next_layer(drv, limit: int, hw) -> tuple[int, list] | None:
             return li, configs
         drv.exhausted.add(li)
     return None
-

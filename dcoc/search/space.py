@@ -296,4 +296,3 @@ def hardware_space(ranges: dict, violations: Callable, board, name: str) -> Spac
     return Space([Knob(k, tuple(ranges[k]), "hw") for k in names], [fits],
                  {"board_bram": board.bram36, "board_dsp": board.dsp, "board_lut": board.lut},
                  name=name)
-

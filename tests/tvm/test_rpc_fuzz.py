@@ -33,11 +33,11 @@ MAGIC = 0xFF271
 
 @pytest.fixture(scope="module")
 def cluster():
-    c = Cluster()
+    c, key = Cluster(), f"fuzz{os.getpid()}"
     try:
-        proc = c.sim_server(f"fuzz{os.getpid()}", "--time-limit", "5", stderr=subprocess.PIPE)
-        c.wait_free(f"fuzz{os.getpid()}", 1, timeout=90, watch=[proc])
-        yield c.addr, f"fuzz{os.getpid()}", proc.port, proc
+        proc = c.sim_server(key, "--time-limit", "5")
+        c.wait_free(key, 1, timeout=90, watch=[proc])
+        yield c.addr, key, proc.port, proc
     finally:
         c.close()
 

@@ -22,11 +22,11 @@ from rpc_cluster import ROOT, Cluster, free_port
 
 @pytest.fixture(scope="module")
 def server():
-    c = Cluster()
+    c, key = Cluster(), f"sec{os.getpid()}"
     try:
-        c.sim_server(f"sec{os.getpid()}", "--time-limit", "2")
-        c.wait_free(f"sec{os.getpid()}", 1, timeout=60)
-        yield c.addr, f"sec{os.getpid()}"
+        c.sim_server(key, "--time-limit", "2")
+        c.wait_free(key, 1, timeout=60)
+        yield c.addr, key
     finally:
         c.close()
 
