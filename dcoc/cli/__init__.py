@@ -180,11 +180,27 @@ def main(argv: list[str] | None = None) -> int:
               "the model size", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - never a bare traceback
+        if got_sigint or _caused_by_ctrl_c(exc):
+            # Ctrl-C inside code that wraps what it raises (e.g. a class body's __set_name__
+            # wraps it in a RuntimeError): the user stopped the run, dcoc has no bug
+            print(INTERRUPTED, file=sys.stderr)
+            return EXIT_INTERRUPTED
         return _internal_error(exc, bool(getattr(args, "verbose", False)) or _verbose(argv))
     finally:
         if old is not None:
             signal.signal(signal.SIGINT, old)
             sys.unraisablehook = old_hook
+
+
+def _caused_by_ctrl_c(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is in ``exc``'s chain of causes and contexts."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _in_extension_init(frame) -> bool:

@@ -73,6 +73,23 @@ def test_check_failed_is_1_and_bad_input_is_2(monkeypatch, capsys):
     assert capsys.readouterr().err == "dcoc: error: bad config\n"
 
 
+def test_ctrl_c_wrapped_by_a_library_is_still_exit_130(monkeypatch, capsys):
+    """Ctrl-C during a class body's ``__set_name__`` reaches dcoc as a RuntimeError."""
+    import dcoc.cli as cli
+
+    def run(args):
+        class Field:
+            def __set_name__(self, owner, name):
+                raise KeyboardInterrupt
+
+        class Base:  # noqa: F841 - defining it is what raises
+            contexts = Field()
+
+    monkeypatch.setattr(cli, "build_parser", _fake_parser(run))
+    assert cli.main([]) == 130
+    assert capsys.readouterr().err == cli.INTERRUPTED + "\n"
+
+
 @pytest.mark.parametrize("delay", [0.25, 0.3, 0.4, 0.5, 0.7, 0.9, 1.5, 3.0])
 def test_ctrl_c_at_any_moment_is_one_line_exit_130(tmp_path, delay):
     p = subprocess.Popen([sys.executable, "-m", "dcoc.cli", "tune", "resnet18", "--trials", "3000",
