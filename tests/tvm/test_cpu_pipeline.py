@@ -71,8 +71,14 @@ def test_prepacked_tuned_model_matches_onnxruntime_and_folds_the_packing(tmp_pat
     # (usually tiled, e.g. (2, 4, 2, 2, 4, 3, 3); a schedule may also keep OIHW order)
     best = db.query_schedule(task.ms_task.dispatched[0], llvm.tvm,
                              workload_name=task.ms_task.task_name).mod["main"].script()
-    shape = r"\(((?:T\.int64\(\d+\)(?:, )?)+)\)"
-    allocs = dict(re.findall(r"(\w+) = T\.sblock_alloc_buffer\(" + shape, best))
+    # a shape: "(T.int64(2), T.int64(4))", or one dimension "(T.int64(16),)" (a bias)
+    shape = r"\(((?:T\.int64\(\d+\),? ?)+)\)"
+
+    def dims(text):
+        return tuple(int(d) for d in re.findall(r"\d+", text))
+
+    allocs = {b: dims(s) for b, s in
+              re.findall(r"(\w+) = T\.sblock_alloc_buffer\(" + shape, best)}
     rewritten = re.findall(r"T\.writes\((\w+)\[[^\n]*\n\s*"
                            r"T\.sblock_attr\(\{\"meta_schedule\.layout_rewrite_preproc\"", best)
     assert rewritten, best
@@ -82,7 +88,7 @@ def test_prepacked_tuned_model_matches_onnxruntime_and_folds_the_packing(tmp_pat
               if n.endswith("_prepacked") and n[: -len("_prepacked")] in report["tuned"]}
     assert packed
     for f in packed.values():
-        params = re.findall(r"\w+: T\.Buffer\(" + shape, signature(f))
+        params = [dims(p) for p in re.findall(r"\w+: T\.Buffer\(" + shape, signature(f))]
         assert {allocs[b] for b in rewritten} <= set(params), (signature(f), rewritten)
         assert "layout_rewrite_preproc" not in f.script()
     # the packing itself was folded into the constants: the one-conv model's executable
