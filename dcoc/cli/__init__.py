@@ -122,12 +122,21 @@ def _verbose(argv) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     got_sigint: list[int] = []
+    active = [True]
+
+    def deliver_later():
+        def deliver():
+            if active[0]:
+                _interrupt_main()
+        threading.Timer(0.02, deliver).start()
 
     def on_sigint(signum, frame):
-        if _in_extension_init(frame):
+        if _in_extension_init(frame) or _runs(frame, unraisable.__code__):
             # an exception raised while a C extension initialises can crash the interpreter
-            # (onnx's pybind11 module does, SIGSEGV): deliver Ctrl-C again a moment later
-            threading.Timer(0.02, _interrupt_main).start()
+            # (onnx's pybind11 module does, SIGSEGV), one raised in the hook below is printed
+            # as "Exception ignored in sys.unraisablehook" and lost: deliver Ctrl-C again a
+            # moment later
+            deliver_later()
             return
         # remember it: a KeyboardInterrupt raised while a finalizer or a callback runs is
         # swallowed by Python ("Exception ignored in ..."), and the run would end with 0
@@ -141,9 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         # callback): Python would print "Exception ignored ..." and go on; deliver it
         # again, to the main code
         if isinstance(info.exc_value, KeyboardInterrupt):
-            import _thread
-
-            _thread.interrupt_main()
+            deliver_later()
             return
         old_hook(info)
 
@@ -187,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_INTERRUPTED
         return _internal_error(exc, bool(getattr(args, "verbose", False)) or _verbose(argv))
     finally:
+        active[0] = False
         if old is not None:
             signal.signal(signal.SIGINT, old)
             sys.unraisablehook = old_hook
@@ -200,6 +208,15 @@ def _caused_by_ctrl_c(exc: BaseException) -> bool:
             return True
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _runs(frame, code) -> bool:
+    """Whether ``code`` is on the stack of ``frame``."""
+    while frame is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
     return False
 
 

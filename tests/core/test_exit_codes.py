@@ -113,6 +113,43 @@ def test_ctrl_c_at_any_moment_is_one_line_exit_130(tmp_path, delay):
     assert len(lines) == 1 and lines[0].startswith("dcoc: interrupted"), err
 
 
+def test_ctrl_c_swallowed_by_a_finalizer_reaches_the_run(monkeypatch, capsys):
+    """A KeyboardInterrupt raised in ``__del__`` goes to ``sys.unraisablehook``; main()
+    delivers it again to the run (not inside the hook, where Python would print
+    "Exception ignored in sys.unraisablehook" and lose it)."""
+    import dcoc.cli as cli
+
+    class Finalizer:
+        def __del__(self):
+            raise KeyboardInterrupt
+
+    def run(args):
+        Finalizer()  # collected at once: Ctrl-C lands in a finalizer
+        for _ in range(500):  # the run goes on; Ctrl-C must still end it
+            time.sleep(0.01)
+        return 0
+
+    monkeypatch.setattr(cli, "build_parser", _fake_parser(run))
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+    try:
+        assert cli.main([]) == 130
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert capsys.readouterr().err == cli.INTERRUPTED + "\n"
+
+
+def test_ctrl_c_inside_the_unraisable_hook_is_deferred():
+    import sys
+
+    from dcoc.cli import _runs
+
+    def hook():
+        return _runs(sys._getframe(), hook.__code__)
+
+    assert hook() is True
+    assert _runs(sys._getframe(), hook.__code__) is False
+
+
 def test_ctrl_c_inside_a_c_extension_init_is_deferred():
     # onnx's pybind11 module crashes (SIGSEGV) when KeyboardInterrupt is raised while it
     # initialises; main() delivers Ctrl-C again once the extension is loaded
