@@ -46,3 +46,15 @@ class WorkloadError(DcocError):
 
 class SimulationError(DcocError):
     """An instruction stream breaks a rule of the machine (raised by the simulator)."""
+
+
+def caused_by_ctrl_c(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is ``exc`` or in its chain of causes and contexts (code
+    may wrap it: Python 3.11 turns one raised in ``__set_name__`` into a RuntimeError)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False

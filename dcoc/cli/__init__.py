@@ -15,13 +15,14 @@ builds the parser and turns every outcome into an exit status (:data:`EXIT_CODES
 """
 from __future__ import annotations
 
+import _thread
 import argparse
 import importlib
 import signal
 import sys
 import threading
 
-from dcoc.errors import DcocError
+from dcoc.errors import DcocError, caused_by_ctrl_c
 
 #: sub-command modules, in the order ``dcoc --help`` lists them
 COMMANDS = (
@@ -127,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     def deliver_later():
         def deliver():
             if active[0]:
-                _interrupt_main()
+                _thread.interrupt_main()
         threading.Timer(0.02, deliver).start()
 
     def on_sigint(signum, frame):
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
               "the model size", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - never a bare traceback
-        if got_sigint or _caused_by_ctrl_c(exc):
+        if got_sigint or caused_by_ctrl_c(exc):
             # Ctrl-C inside code that wraps what it raises (e.g. a class body's __set_name__
             # wraps it in a RuntimeError): the user stopped the run, dcoc has no bug
             print(INTERRUPTED, file=sys.stderr)
@@ -200,42 +201,24 @@ def main(argv: list[str] | None = None) -> int:
             sys.unraisablehook = old_hook
 
 
-def _caused_by_ctrl_c(exc: BaseException) -> bool:
-    """Whether a KeyboardInterrupt is in ``exc``'s chain of causes and contexts."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
+def _stack(frame):
+    """``frame`` and the frames that called it."""
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
 
 
 def _runs(frame, code) -> bool:
     """Whether ``code`` is on the stack of ``frame``."""
-    while frame is not None:
-        if frame.f_code is code:
-            return True
-        frame = frame.f_back
-    return False
+    return any(f.f_code is code for f in _stack(frame))
 
 
 def _in_extension_init(frame) -> bool:
     """Whether ``frame`` runs inside the initialisation of a C extension module."""
     from importlib.machinery import ExtensionFileLoader
 
-    while frame is not None:
-        if frame.f_code.co_name in ("create_module", "exec_module") \
-                and isinstance(frame.f_locals.get("self"), ExtensionFileLoader):
-            return True
-        frame = frame.f_back
-    return False
-
-
-def _interrupt_main() -> None:
-    import _thread
-
-    _thread.interrupt_main()
+    return any(f.f_code.co_name in ("create_module", "exec_module")
+               and isinstance(f.f_locals.get("self"), ExtensionFileLoader) for f in _stack(frame))
 
 
 def _quiet_stdout() -> None:
