@@ -96,9 +96,10 @@ def test_summary_has_onnxruntime_on_the_same_threads(tuned):
     line = next(ln for ln in text.splitlines() if ln.startswith("speed-up"))
     # the line states the measured latencies (printed with 3 significant digits or more)
     printed = re.search(r"^speed-up\s+tuned ([\d.]+) ms.*ONNX Runtime \(([\d.]+) ms", line)
-    for text, value in zip(printed.groups(), (res.latency_ms, res.onnxruntime_ms)):
-        digits = len(text.partition(".")[2])   # within half the last printed digit
-        assert abs(float(text) - value) <= 0.5 * 10 ** -digits + 1e-9, line
+    assert printed, line
+    for shown, value in zip(printed.groups(), (res.latency_ms, res.onnxruntime_ms)):
+        digits = len(shown.partition(".")[2])   # within half the last printed digit
+        assert abs(float(shown) - value) <= 0.5 * 10 ** -digits + 1e-9, line
     assert "x untuned TVM" in line
     assert "ONNX Runtime" in line and f"{runtime_threads()} thread" in line
     assert "inf" not in text.split()
