@@ -5,7 +5,7 @@ Public entry points (imported lazily so ``import dcoc`` stays cheap and never lo
 * :func:`dcoc.tune` -- tune a whole model (ONNX path or zoo name) for ``vta`` or ``llvm``
 * :func:`dcoc.tune_task` -- tune one VTA workload
 * :func:`dcoc.run` -- run the int8-quantized model on the (tuned) VTA simulator
-* :mod:`dcoc.vta` -- the VTA-style accelerator model and simulator
+* :mod:`dcoc.targets.vta` -- the VTA-style accelerator model and simulator
 * :class:`dcoc.DcocError` -- the exception for bad input
 """
 from dcoc.errors import DcocError

@@ -32,7 +32,7 @@ class Task:
     epilogues: VTA tasks: the fused epilogue of each occurrence, grouped --
         ``[{"bias": bool, "residual": bool, "count": n}, ...]`` (counts sum to ``weight``);
         occurrences that differ in it are tuned as separate layers
-        (:func:`dcoc.vta.report.model_layers`).  Empty: unknown (a bias, no residual).
+        (:func:`dcoc.targets.vta.report.model_layers`).  Empty: unknown (a bias, no residual).
     ms_task: the MetaSchedule ``ExtractedTask`` (llvm/cuda targets only).
     """
 

@@ -76,9 +76,9 @@ def _layers(model):
 
 def reference(model: str, board: str) -> dict:
     """Default hardware with exhaustively optimal and with default schedules."""
-    from dcoc.api import _baseline_latency
-    from dcoc.vta import BOARDS, HWConfig
-    from dcoc.vta.catalogue import exhaustive
+    from dcoc.api.tune import _baseline_latency
+    from dcoc.targets.vta import BOARDS, HWConfig
+    from dcoc.targets.vta.catalogue import exhaustive
 
     bd = BOARDS[board]
     hw = HWConfig.preset("pynq") if board == "pynq" else bd.default_hw()
@@ -101,8 +101,8 @@ def _hw_optimum(args):
     """Latency (ms) of ``model`` on one hardware config with every layer's exhaustively
     optimal schedule (None if a layer has no valid schedule there)."""
     model, fields = args
-    from dcoc.vta import HWConfig
-    from dcoc.vta.catalogue import exhaustive
+    from dcoc.targets.vta import HWConfig
+    from dcoc.targets.vta.catalogue import exhaustive
 
     hw = HWConfig(**fields)
     total = 0.0
@@ -115,8 +115,8 @@ def _hw_optimum(args):
 
 
 def _best_known_path(model: str, board: str) -> str:
-    from dcoc.vta.catalogue import cache_root, timing_model_tag
-    from dcoc.vta.report import MODEL_EPILOGUE
+    from dcoc.targets.vta.catalogue import cache_root, timing_model_tag
+    from dcoc.targets.vta.report import MODEL_EPILOGUE
 
     return os.path.join(cache_root("best_known"), f"{model}_{board}_{timing_model_tag(MODEL_EPILOGUE)}.json")
 
@@ -141,8 +141,8 @@ def best_known(model: str, board: str, extra=(), top: int = 20, jobs: int | None
     searched, so an interrupted search resumes.  Returns ``{"latency_ms", "hw",
     "evaluated": {hw: ms}, "landscape_top"}``.
     """
-    from dcoc.vta import BOARDS
-    from dcoc.vta.spaces import make_hw
+    from dcoc.targets.vta import BOARDS
+    from dcoc.targets.vta.spaces import make_hw
     from scripts import hw_landscape
 
     path = _best_known_path(model, board)
@@ -181,7 +181,7 @@ def best_known(model: str, board: str, extra=(), top: int = 20, jobs: int | None
 
 
 def _hw_name(fields: dict) -> str:
-    from dcoc.vta import HWConfig
+    from dcoc.targets.vta import HWConfig
 
     return HWConfig(**fields).name
 
@@ -311,7 +311,7 @@ def codesign_run(model: str, board: str, tuner: str, seed: int, trials: int):
     ...) on the simulator, not yet run."""
     from dcoc import codesign as cd
     from dcoc.search.measure import MemoMeasurer
-    from dcoc.vta import BOARDS, VTASimMeasurer
+    from dcoc.targets.vta import BOARDS, VTASimMeasurer
 
     s = cd.Session(_layers(model), MemoMeasurer(VTASimMeasurer(n_workers=0)), trials, tuner, seed)
     return s, cd.make_driver(s, BOARDS[board], tuner, seed)
@@ -332,7 +332,7 @@ def _run(args):
     import torch
 
     torch.set_num_threads(1)
-    from dcoc.vta import BOARDS
+    from dcoc.targets.vta import BOARDS
 
     bd = BOARDS[board]
     t0 = time.perf_counter()

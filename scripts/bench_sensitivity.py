@@ -1,10 +1,10 @@
 """Sensitivity of the co-design conclusions to the resource and clock estimates.
 
-The LUT counts and the achievable clock of :mod:`dcoc.vta.hardware` are estimates (no
+The LUT counts and the achievable clock of :mod:`dcoc.targets.vta.hardware` are estimates (no
 published VTA utilisation or timing report exists; ``RESOURCE_SOURCES`` states each
 one's source and uncertainty).  This benchmark asks how much the co-design answer depends
 on them: for every board it runs a cheap, deterministic co-design -- a sweep over hardware
-configs with the default schedule heuristic (:func:`dcoc.vta.default_knobs`) on every
+configs with the default schedule heuristic (:func:`dcoc.targets.vta.default_knobs`) on every
 ResNet-18 layer, as ``scripts/hw_landscape.py`` does -- under the nominal estimates and
 with the LUT and clock estimates moved by -20 % / +20 % (one at a time and at two
 corners), and reports the winner, its latency, its gain over the board's default 1x16x16
@@ -13,7 +13,7 @@ config at the same clock assumption, and whether the nominal winner is still the
 Hardware configs swept per board: every GEMM core BATCH x BLOCK_IN x BLOCK_OUT in
 {1,2,4} x {8,16,32} x {8,16,32}, each with three buffer sets -- the shipped byte sizes
 (15,15,18,17), the sizes that keep the shipped *depths* for that core, and one step
-smaller -- restricted to the search ranges of ``dcoc.vta.spaces.HW_RANGES`` and to
+smaller -- restricted to the search ranges of ``dcoc.targets.vta.spaces.HW_RANGES`` and to
 what fits the board under the scenario's estimates.
 
     python -m scripts.bench_sensitivity                   # ~5-15 min on 2 cores
@@ -66,7 +66,7 @@ def _fields(hw) -> dict:
 def _eval(args):
     """Model latency (s) of one HWConfig (by fields) with default schedules; None if a layer fails."""
     from dcoc.errors import DcocError
-    from dcoc.vta import HWConfig, default_knobs, simulate
+    from dcoc.targets.vta import HWConfig, default_knobs, simulate
 
     name, fields = args
     hw = HWConfig(**fields)
@@ -84,7 +84,7 @@ def _eval(args):
 
 def candidates() -> list[dict]:
     """The swept hardware knob values (see the module docstring)."""
-    from dcoc.vta.spaces import HW_RANGES
+    from dcoc.targets.vta.spaces import HW_RANGES
 
     out, seen = [], set()
     for b, bi, bo in itertools.product((1, 2, 4), (8, 16, 32), (8, 16, 32)):
@@ -106,8 +106,8 @@ def candidates() -> list[dict]:
 def scenario_configs(board, lut: float, clock: float, cands, clock_other: float = 1.0) -> tuple:
     """(feasible HWConfig names under the scenario, the board default's name)."""
     from dcoc.errors import DcocError
-    from dcoc.vta import HWConfig
-    from dcoc.vta.hardware import estimate_scale
+    from dcoc.targets.vta import HWConfig
+    from dcoc.targets.vta.hardware import estimate_scale
 
     names, fields = [], {}
     with estimate_scale(lut=lut, clock=clock, clock_other=clock_other):
@@ -125,9 +125,9 @@ def scenario_configs(board, lut: float, clock: float, cands, clock_other: float 
 
 
 def run(model="resnet18", boards=BOARD_NAMES, jobs=None, cache=True, log=print) -> dict:
-    from dcoc.vta import get_board
-    from dcoc.vta.catalogue import cache_root, timing_model_tag
-    from dcoc.vta.report import MODEL_EPILOGUE
+    from dcoc.targets.vta import get_board
+    from dcoc.targets.vta.catalogue import cache_root, timing_model_tag
+    from dcoc.targets.vta.report import MODEL_EPILOGUE
 
     cands = candidates()
     plan = {}

@@ -6,7 +6,7 @@ and the **evaluation set** (conv layers of VGG-16 and MobileNetV2, never used to
 anything: ``--set evaluation``, the default).  Claims are made on the evaluation set.
 
 For each layer, the whole schedule space is simulated once (cached, see
-:func:`dcoc.vta.catalogue.exhaustive`) to know the exhaustive optimum; every tuner and
+:func:`dcoc.targets.vta.catalogue.exhaustive`) to know the exhaustive optimum; every tuner and
 seed then measures through a :class:`~dcoc.search.measure.TableMeasurer` over that table
 (the simulator is deterministic, so a lookup *is* the measurement), which makes the
 comparison cheap and exactly fair.  Reported per layer and tuner (median over seeds):
@@ -93,14 +93,14 @@ def ablations(tuners, paper: str = PAPER) -> list[str]:
 
 
 def layer_workload(layer: str):
-    from dcoc.vta.target import parse_workload
+    from dcoc.targets.vta.target import parse_workload
 
     return parse_workload(EVALUATION_SET.get(layer, layer))
 
 
 def _table(layer: str, hw_name: str):
-    from dcoc.vta import HWConfig
-    from dcoc.vta.catalogue import exhaustive
+    from dcoc.targets.vta import HWConfig
+    from dcoc.targets.vta.catalogue import exhaustive
 
     hw = HWConfig.parse(hw_name)
     wl = layer_workload(layer)
@@ -113,8 +113,8 @@ def _run_one(args):
 
     torch.set_num_threads(1)
     from dcoc.search.measure import TableMeasurer
+    from dcoc.targets.vta.spaces import vta_task
     from dcoc.tuners import create
-    from dcoc.vta.spaces import vta_task
 
     wl, hw, table = _table(layer, hw_name)
     valid = [v for v in table.values() if v is not None]
@@ -137,7 +137,7 @@ def sim_seconds(layer: str, hw_name: str, n: int = 40, seed: int = 0) -> float:
     import random
 
     wl, hw, table = _table(layer, hw_name)
-    from dcoc.vta import simulate
+    from dcoc.targets.vta import simulate
 
     keys = [k for k, v in table.items() if v is not None]
     rng = random.Random(seed)

@@ -68,7 +68,7 @@ def _measurer():
     global _MEMO
     if _MEMO is None:
         from dcoc.search.measure import MemoMeasurer
-        from dcoc.vta import VTASimMeasurer
+        from dcoc.targets.vta import VTASimMeasurer
 
         _MEMO = MemoMeasurer(VTASimMeasurer(n_workers=0))
     return _MEMO
@@ -88,9 +88,9 @@ def source_dir(model: str, board: str, trials: int, seed: int) -> str:
     """The cached source run's directory, keyed by the timing model and the source tuner's
     config (a changed default must not reuse runs made under the old one)."""
     from dcoc.codesign import config_tag
+    from dcoc.targets.vta.catalogue import cache_root, timing_model_tag
+    from dcoc.targets.vta.report import MODEL_EPILOGUE
     from dcoc.tuners import get_tuner
-    from dcoc.vta.catalogue import cache_root, timing_model_tag
-    from dcoc.vta.report import MODEL_EPILOGUE
 
     cfg = config_tag(get_tuner(SOURCE).config())
     return os.path.join(cache_root("transfer"), "sources",
@@ -105,7 +105,7 @@ def source_run(model: str, board: str, trials: int, seed: int, quiet: bool = Fal
     from dcoc import codesign as cd
     from dcoc.codesign.prior import LAYERS_FILE, write_layers
     from dcoc.search.records import Records
-    from dcoc.vta import BOARDS
+    from dcoc.targets.vta import BOARDS
 
     d = source_dir(model, board, trials, seed)
     done = os.path.join(d, "done.json")
@@ -129,7 +129,7 @@ def _run(model, board, method, seed, trials, sources):
 
     torch.set_num_threads(1)
     from dcoc import codesign as cd
-    from dcoc.vta import BOARDS
+    from dcoc.targets.vta import BOARDS
 
     s = cd.Session(_layers(model), _measurer(), trials, method, seed)
     bd = BOARDS[board]

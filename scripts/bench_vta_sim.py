@@ -28,14 +28,14 @@ RESNET18 = {  # name: (H=W, CI, CO, K, stride)
 
 
 def layer_workload(name: str):
-    from dcoc.vta import Conv2DWorkload
+    from dcoc.targets.vta import Conv2DWorkload
 
     h, ci, co, k, s = RESNET18[name]
     return Conv2DWorkload(1, h, h, ci, co, k, s, k // 2)
 
 
 def _valid_samples(wl, hw, n, rng, max_insns=None):
-    from dcoc.vta import conv2d_space, simulate
+    from dcoc.targets.vta import conv2d_space, simulate
 
     space = conv2d_space(wl, hw)
     names = list(space)
@@ -56,7 +56,7 @@ def run(layers=None, samples: int = 50, seed: int = 0, exhaustive: bool = True,
         check: bool = False, check_samples: int = 8, check_max_insns: int = 60000,
         hw: str = "pynq") -> list[dict]:
     """Benchmark rows: one per layer (+ one ``exhaustive`` row).  No printing."""
-    from dcoc.vta import HWConfig, conv2d_space, simulate
+    from dcoc.targets.vta import HWConfig, conv2d_space, simulate
 
     hwc = HWConfig.parse(hw)
     rng = random.Random(seed)

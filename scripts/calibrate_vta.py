@@ -100,7 +100,7 @@ FIT_GRID = {
 
 
 def _workload(batch, shape):
-    from dcoc.vta import Conv2DWorkload
+    from dcoc.targets.vta import Conv2DWorkload
 
     h, ci, co, k, s, p = shape
     return Conv2DWorkload(batch, h, h, ci, co, k, s, p)
@@ -112,7 +112,7 @@ def split_of(layer: str) -> str:
 
 def run(timing=None, rows=ROWS) -> list[dict]:
     """One dict per measured layer: predicted vs measured ms, the error and the split."""
-    from dcoc.vta import HWConfig, TimingParams, simulate
+    from dcoc.targets.vta import HWConfig, TimingParams, simulate
 
     tp = timing or TimingParams(l2_start="warm")  # repeated single-layer runs, as measured
     out = []
@@ -165,7 +165,7 @@ def format_sources(tp) -> str:
 
 def fit(grid=None, timing=None) -> tuple[dict, list]:
     """Grid search of the fitted constants minimising the RMS error on the calibration rows."""
-    from dcoc.vta import TimingParams
+    from dcoc.targets.vta import TimingParams
 
     grid = grid or FIT_GRID
     base = timing or TimingParams(l2_start="warm")
@@ -191,10 +191,10 @@ SENS_CONFIGS = ["1x16x16_i8w8a32_15_15_18_17", "4x8x8_i8w8a32_15_16_16_18",
 def sensitivity(timing=None) -> list[dict]:
     """For each uncertain constant at its low and high value: the ResNet-18 pynq latency of
     each config in :data:`SENS_CONFIGS` and whether the best config changes."""
-    from dcoc.vta import HWConfig, TimingParams, default_knobs, simulate
-    from dcoc.vta.catalogue import RESNET18_CONV, resnet18_layer
-    from dcoc.vta.hardware import BOARDS
-    from dcoc.vta.memsys import cold_start
+    from dcoc.targets.vta import HWConfig, TimingParams, default_knobs, simulate
+    from dcoc.targets.vta.catalogue import RESNET18_CONV, resnet18_layer
+    from dcoc.targets.vta.hardware import BOARDS
+    from dcoc.targets.vta.memsys import cold_start
 
     base = cold_start(timing or TimingParams())
     board = BOARDS["pynq"]
@@ -246,9 +246,9 @@ def schedule_sensitivity(timing=None, top: int = 8) -> list[dict]:
     """Per layer of :data:`SENS_LAYERS` on pynq: the best ``top`` schedules of an exhaustive
     sweep at the nominal constants, re-ranked with each uncertain constant at its low and
     high value; reports whether the best schedule changes."""
-    from dcoc.vta import HWConfig, TimingParams, conv2d_space, simulate
-    from dcoc.vta.catalogue import resnet18_layer
-    from dcoc.vta.memsys import cold_start
+    from dcoc.targets.vta import HWConfig, TimingParams, conv2d_space, simulate
+    from dcoc.targets.vta.catalogue import resnet18_layer
+    from dcoc.targets.vta.memsys import cold_start
 
     base = cold_start(timing or TimingParams())
     hw = HWConfig.preset("pynq")
@@ -310,7 +310,7 @@ def format_sensitivity(rows) -> str:
 
 
 def main(argv=None) -> int:
-    from dcoc.vta import TimingParams
+    from dcoc.targets.vta import TimingParams
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",

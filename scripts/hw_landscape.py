@@ -1,5 +1,5 @@
 """The hardware landscape of a model on a board: every feasible VTA config, evaluated with
-the default schedule heuristic (:func:`dcoc.vta.default_knobs`) for every layer.
+the default schedule heuristic (:func:`dcoc.targets.vta.default_knobs`) for every layer.
 
 This is a reference for the co-design benchmarks (how good is the best hardware under
 default schedules, and where the preset sits), not a tuner: it costs one simulation per
@@ -29,8 +29,8 @@ def _init(model):
 def _eval(args):
     hw_fields, board = args
     from dcoc.errors import DcocError
-    from dcoc.vta import BOARDS, default_knobs, simulate
-    from dcoc.vta.spaces import make_hw
+    from dcoc.targets.vta import BOARDS, default_knobs, simulate
+    from dcoc.targets.vta.spaces import make_hw
 
     hw = make_hw(hw_fields, BOARDS[board])
     total = 0.0
@@ -46,9 +46,9 @@ def _eval(args):
 
 
 def run(model="resnet18", board="pynq", jobs=None, cache=True) -> list[dict]:
-    from dcoc.vta.catalogue import cache_root, timing_model_tag
-    from dcoc.vta.report import MODEL_EPILOGUE
-    from dcoc.vta.spaces import hw_space
+    from dcoc.targets.vta.catalogue import cache_root, timing_model_tag
+    from dcoc.targets.vta.report import MODEL_EPILOGUE
+    from dcoc.targets.vta.spaces import hw_space
 
     root = cache_root("landscape")
     path = os.path.join(root, f"{model}_{board}_{timing_model_tag(MODEL_EPILOGUE)}.json")

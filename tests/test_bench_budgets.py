@@ -45,7 +45,7 @@ def test_best_known_searches_each_config_once_and_caches(tmp_path, monkeypatch):
     """best_known (shared by bench_codesign and bench_transfer): landscape top + extras
     (HWConfig or field dicts), each searched once, cached, the minimum returned."""
     import scripts.bench_codesign as bc
-    from dcoc.vta import HWConfig
+    from dcoc.targets.vta import HWConfig
     from scripts import hw_landscape
 
     monkeypatch.setenv("DCOC_CACHE", str(tmp_path))

@@ -275,9 +275,9 @@ def test_cli_bad_input(case, F, capfd, tmp_path, monkeypatch):
 def test_records_survive_a_refused_and_a_failed_append(F, tmp_path, capfd):
     """A records file with a good line and a bad one: ``tune-task`` resumes from the good
     line, appends, and leaves both lines where they were."""
-    from dcoc.vta import HWConfig
-    from dcoc.vta.catalogue import resnet18_layer
-    from dcoc.vta.spaces import vta_task
+    from dcoc.targets.vta import HWConfig
+    from dcoc.targets.vta.catalogue import resnet18_layer
+    from dcoc.targets.vta.spaces import vta_task
 
     rec = tmp_path / "c2.jsonl"
     task = vta_task(resnet18_layer("C2"), HWConfig.preset("pynq"))
@@ -324,20 +324,20 @@ def test_full_disk_while_tuning_is_one_line_with_records_intact(tmp_path):
 
 # ------------------------------------------------------------------------ the API
 def _wl():
-    from dcoc.vta import Conv2DWorkload
+    from dcoc.targets.vta import Conv2DWorkload
 
     return Conv2DWorkload(1, 14, 14, 32, 32, (3, 3), (1, 1), (1, 1))
 
 
 def _hw():
-    from dcoc.vta import HWConfig
+    from dcoc.targets.vta import HWConfig
 
     return HWConfig.preset("pynq")
 
 
 def _api_cases(F):
     import dcoc
-    import dcoc.vta as v
+    import dcoc.targets.vta as v
     from dcoc.search.measure import FunctionMeasurer
 
     wl = _wl

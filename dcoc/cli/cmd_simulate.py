@@ -54,7 +54,7 @@ def add_arguments(parser) -> None:
 
 def resolve_hw(board_name: str, hw_text: str | None):
     """(Board, HWConfig) for the command-line flags; ConfigError on bad input."""
-    from dcoc.vta.hardware import HWConfig, get_board
+    from dcoc.targets.vta.hardware import HWConfig, get_board
 
     board = get_board(board_name)
     hw = HWConfig.parse(hw_text, board=board.name) if hw_text else \
@@ -89,7 +89,7 @@ def _load_knobs(path: str | None) -> dict:
 
 
 def run(args) -> int:
-    from dcoc.vta.report import simulate_model
+    from dcoc.targets.vta.report import simulate_model
 
     out = Output(args)
     board, hw = resolve_hw(args.board, args.hardware)
@@ -98,7 +98,7 @@ def run(args) -> int:
     from tvm_plugin.frontend import model_tasks  # lazy: only this step needs TVM
 
     tasks = model_tasks(args.model, target="vta", input_shapes=shapes)
-    from dcoc.vta.report import model_layers
+    from dcoc.targets.vta.report import model_layers
 
     names = {t.name for t in tasks} | {ly.name for ly in model_layers(tasks)[0]}
     unknown = sorted(set(knobs) - names)

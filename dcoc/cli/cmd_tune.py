@@ -223,7 +223,7 @@ def summary(res) -> str:
 
     out = []
     if is_accelerator(res.target):
-        from dcoc.vta.report import layer_table  # the table dcoc simulate / dcoc run print
+        from dcoc.targets.vta.report import layer_table  # the table dcoc simulate / dcoc run print
 
         out.append(layer_table([{**r, "kind": r.get("kind", ""),
                                  "total_ms": r.get("total_ms", r["ms"] * r["count"]),

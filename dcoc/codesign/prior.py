@@ -23,7 +23,6 @@ there.  Without that file a conv2d's padding is inferred from the recorded throu
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import math
 import os
@@ -150,7 +149,9 @@ def _unobj(d):
         mod, _, name = d["class"].rpartition(".")
         if not mod.startswith("dcoc."):
             raise ValueError(f"class {d['class']} is not a dcoc class")
-        cls = getattr(importlib.import_module(mod), name)
+        from dcoc.registry import load
+
+        cls = load(f"{mod}:{name}")
         f = {k: tuple(v) if isinstance(v, list) else v for k, v in d["fields"].items()}
         return cls(**f)
     return d

@@ -178,7 +178,7 @@ def _prepare_dir(path: str) -> None:
 def _hw_from_export(path, meta, tg):
     report = _read_json(os.path.join(path, REPORT_FILE), "export")
     if tg.name == "vta":
-        from dcoc.vta.hardware import HWConfig
+        from dcoc.targets.vta.hardware import HWConfig
 
         cfg = _read_json(os.path.join(path, VTA_CONFIG_FILE), "export")
         return HWConfig.from_vta_config(cfg, freq_mhz=float(report["clock_mhz"]),

@@ -164,7 +164,7 @@ def result_input_shapes(source) -> dict | None:
 
 
 def resolve_hw(hardware, board):
-    from dcoc.vta import HWConfig
+    from dcoc.targets.vta import HWConfig
 
     if hardware is None:
         return HWConfig.preset("pynq" if board in (None, "pynq") else board)

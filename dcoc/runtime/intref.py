@@ -1,8 +1,8 @@
 """Independent integer reference of the quantized layers (numpy only).
 
 Written from the integer semantics in :mod:`dcoc.runtime.quantize` alone: it shares no code with
-the VTA compiler, simulator or :mod:`dcoc.vta.reference` (it does not import
-``dcoc.vta``).  ``dcoc run`` executes the whole quantized model twice -- once with every
+the VTA compiler, simulator or :mod:`dcoc.targets.vta.reference` (it does not import
+``dcoc.targets.vta``).  ``dcoc run`` executes the whole quantized model twice -- once with every
 offloaded layer on the simulator, once with this module computing them -- and compares
 the outputs bit for bit.
 

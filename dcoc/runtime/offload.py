@@ -7,12 +7,12 @@ compiled layer: a workload, the tuned (or default) knobs for the hardware, the e
 and its constants; the packed function TVM calls at run time hands the int8 inputs to
 :meth:`VTAKernel.__call__`, which runs
 
-* ``backend="sim"``: the dcoc VTA simulator, functional and timed (``dcoc.vta.simulate``
+* ``backend="sim"``: the dcoc VTA simulator, functional and timed (``dcoc.targets.vta.simulate``
   with data: the compiled instruction stream executes bit-exactly and is timed by the
   event simulator), or
 * ``backend="ref"``: the independent integer reference :mod:`dcoc.runtime.intref`.
 
-Each call site is one of the model's tuned layers (:func:`dcoc.vta.report.model_layers`:
+Each call site is one of the model's tuned layers (:func:`dcoc.targets.vta.report.model_layers`:
 a task with one fused epilogue), and runs that layer's schedule -- the one the tuner timed
 with the same epilogue, so it fits as tuned.  On the simulator backend every call is also
 computed by the reference on the *same* inputs and compared (``mismatches``), so a
@@ -139,7 +139,7 @@ class VTAKernel:
         return data, other, residual
 
     def _sim(self, *arrays) -> np.ndarray:
-        from dcoc.vta import simulate
+        from dcoc.targets.vta import simulate
 
         sp = self.spec
         data, other, residual = self._inputs(arrays)
@@ -206,14 +206,14 @@ class VTAKernel:
 class Offload:
     """Kernels for one model on one hardware config.
 
-    hw: the :class:`~dcoc.vta.HWConfig`; schedules: ``{task name: knobs}`` (missing ->
-    :func:`dcoc.vta.default_knobs`); tasks: the model's VTA :class:`~dcoc.tasks.TaskList`.
+    hw: the :class:`~dcoc.targets.vta.HWConfig`; schedules: ``{task name: knobs}`` (missing ->
+    :func:`dcoc.targets.vta.default_knobs`); tasks: the model's VTA :class:`~dcoc.tasks.TaskList`.
     ``kernels`` lists the accepted kernels in model order, ``refused`` the
     ``(name, kind, reason)`` of layers kept on the CPU.
     """
 
     def __init__(self, hw, schedules: dict | None, tasks, progress=None):
-        from dcoc.vta.report import model_layers
+        from dcoc.targets.vta.report import model_layers
 
         self.hw = hw
         self.schedules = dict(schedules or {})
@@ -228,7 +228,7 @@ class Offload:
         self._adapted: dict = {}
 
     def _workload(self, spec):
-        from dcoc.vta import Conv2DWorkload, DenseWorkload
+        from dcoc.targets.vta import Conv2DWorkload, DenseWorkload
 
         if spec["kind"] == "conv2d":
             n, c, h, w = spec["data_shape"]
@@ -244,7 +244,7 @@ class Offload:
         """``(model layer, pad_bias)``: the tuned layer of ``task`` with this epilogue; a
         bias-less call runs a layer with a bias as a zero bias (same result, the tuned
         timing); ``(None, False)`` if the tuner saw no such layer."""
-        from dcoc.vta.report import find_layer
+        from dcoc.targets.vta.report import find_layer
 
         ml = find_layer(self.layers, task.name, bias, residual)
         if ml is None and not bias:
@@ -254,7 +254,7 @@ class Offload:
 
     def kernel(self, spec: dict) -> "VTAKernel | str":
         """A kernel for a composite's spec, or the reason it stays on the CPU."""
-        from dcoc.vta import Epilogue, compile_schedule, default_knobs
+        from dcoc.targets.vta import Epilogue, compile_schedule, default_knobs
 
         kind, wl = spec["kind"], spec["workload"]
         task = find_task(self.tasks, kind, wl)
@@ -317,7 +317,7 @@ class Offload:
         the schedule is valid as chosen, only the extra accumulator tiles do not fit."""
         from dataclasses import replace
 
-        from dcoc.vta import compile_schedule
+        from dcoc.targets.vta import compile_schedule
 
         try:
             compile_schedule(wl, self.hw, knobs, replace(ep, residual=False, bias=False))
@@ -331,7 +331,7 @@ class Offload:
         conv2d, tile_b / tile_co / threads for dense)."""
         import itertools
 
-        from dcoc.vta import compile_schedule, simulate, space_for
+        from dcoc.targets.vta import compile_schedule, simulate, space_for
 
         key = (wl, tuple(sorted(knobs.items())), ep)
         if key in self._adapted:

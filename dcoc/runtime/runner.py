@@ -18,7 +18,7 @@ and compared, so the run names the first layer whose integer output differs (a o
 error that pooling hides downstream still fails the run).  The float model runs under
 ONNX Runtime for the accuracy comparison (cosine similarity, top-1).
 
-The accelerator time is :func:`dcoc.vta.report.model_seconds` over the layers (count x
+The accelerator time is :func:`dcoc.targets.vta.report.model_seconds` over the layers (count x
 time per run), the function behind the latency ``dcoc tune`` reports; every layer runs the
 schedule tuned for it with the same epilogue, so the two agree.
 """
@@ -89,7 +89,7 @@ class RunResult:
 
     def summary(self) -> str:
         from dcoc.results.text import render_table
-        from dcoc.vta.report import layer_table
+        from dcoc.targets.vta.report import layer_table
 
         out = [f"{self.model} on VTA {self.hardware}: {len(self.layers)} layer call(s) on the "
                f"simulator, {self.samples} input sample(s)", layer_table(self.per_layer)]
@@ -181,7 +181,7 @@ class Session:
         self.dtypes = dict(self.model.input_dtypes)
         self.names = list(self.shapes)
         self.tasks = self.model.tasks("vta")
-        from dcoc.vta.report import model_layers
+        from dcoc.targets.vta.report import model_layers
 
         known = {t.name for t in self.tasks} | {ly.name for ly in model_layers(self.tasks)[0]}
         unknown = sorted(set(scheds) - known)
@@ -247,7 +247,7 @@ class Session:
     def layer_rows(self, samples: int) -> list[dict]:
         """One row per offloaded call site, in model order: its layer, schedule, time per
         inference, and whether its output matched the reference on the same inputs."""
-        from dcoc.vta.report import roofline_seconds
+        from dcoc.targets.vta.report import roofline_seconds
 
         rows = []
         for k in self.offload.kernels:
@@ -268,8 +268,8 @@ class Session:
 
     def per_layer(self, rows: list[dict]) -> list[dict]:
         """The call-site rows grouped by layer (first-call order): the per-layer table
-        ``dcoc simulate`` and ``dcoc tune`` print (:func:`dcoc.vta.report.layer_table`)."""
-        from dcoc.vta.report import epilogue_label, roofline_seconds
+        ``dcoc simulate`` and ``dcoc tune`` print (:func:`dcoc.targets.vta.report.layer_table`)."""
+        from dcoc.targets.vta.report import epilogue_label, roofline_seconds
 
         kern = {k.site: k for k in self.offload.kernels}
         out: dict = {}
@@ -516,7 +516,7 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
             return [_stack_samples([o[i] for o in outs], i) for i in range(len(outs[0]))]
         return list(outs[0])
 
-    from dcoc.vta.report import model_seconds
+    from dcoc.targets.vta.report import model_seconds
 
     per_layer = s.per_layer(rows)
     latency = model_seconds((g["count"], g["ms"]) for g in per_layer)

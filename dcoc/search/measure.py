@@ -307,7 +307,7 @@ class TableMeasurer(Measurer):
     """Answer from a precomputed table ``{config key: seconds or None}``.
 
     For benchmarking tuners on a deterministic measurer (the VTA simulator): simulate a
-    layer's whole space once (e.g. :func:`dcoc.vta.catalogue.exhaustive`), then every tuner and
+    layer's whole space once (e.g. :func:`dcoc.targets.vta.catalogue.exhaustive`), then every tuner and
     seed looks results up instead of re-simulating -- the same numbers, measured once.
     ``wall`` of each result is the time the original measurement took (``0`` if unknown).
     """
@@ -399,12 +399,6 @@ def measurer_names() -> list[str]:
 def create_measurer(name: str, **kwargs) -> Measurer:
     """A measurer by registry name, e.g. ``create_measurer("simulator", target="vta", n_workers=2)``,
     ``create_measurer("rpc", tracker="127.0.0.1:9190")``, ``create_measurer("table", table=...)``."""
-    import importlib
+    from dcoc.registry import load, lookup
 
-    from dcoc.errors import DcocError
-
-    spec = REGISTRY.get(str(name).strip().lower())
-    if spec is None:
-        raise DcocError(f"unknown measurer '{name}'; choose one of {', '.join(REGISTRY)}")
-    mod, attr = spec.split(":")
-    return getattr(importlib.import_module(mod), attr)(**kwargs)
+    return load(lookup(REGISTRY, name, "measurer"))(**kwargs)

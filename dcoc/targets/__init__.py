@@ -3,7 +3,7 @@
 ``available()`` lists the registered names; ``get(name)`` returns the (cached) target
 object.  Registered here, imported lazily:
 
-* ``vta`` -- the VTA-style accelerator (:mod:`dcoc.vta.target`, wrapping :mod:`dcoc.vta`);
+* ``vta`` -- the VTA-style accelerator (:mod:`dcoc.targets.vta.target`, wrapping :mod:`dcoc.targets.vta`);
 * ``systolic`` -- a weight-stationary systolic array (:mod:`dcoc.targets.systolic`).
 
 Adding a target = one module with a :class:`Target` subclass + one line in

@@ -14,7 +14,7 @@ A target owns
   (:meth:`Target.sw_union`, :meth:`Target.slot`, :meth:`Target.transfer`,
   :meth:`Target.descriptor`).
 
-Implementations: :class:`dcoc.vta.target.VTATarget`, :class:`dcoc.targets.systolic.SystolicTarget`.
+Implementations: :class:`dcoc.targets.vta.target.VTATarget`, :class:`dcoc.targets.systolic.SystolicTarget`.
 """
 from __future__ import annotations
 

@@ -1,13 +1,11 @@
 """The target registry: names -> :class:`~dcoc.targets.base.Target` objects (imported lazily)."""
 from __future__ import annotations
 
-import importlib
-
 from dcoc.errors import TargetError
 
 #: name -> "module:Class"
 REGISTRY = {
-    "vta": "dcoc.vta.target:VTATarget",
+    "vta": "dcoc.targets.vta.target:VTATarget",
     "systolic": "dcoc.targets.systolic:SystolicTarget",
 }
 
@@ -30,8 +28,9 @@ def get(name=None) -> "Target":  # noqa: F821 - dcoc.targets.base.Target (not im
     if key not in REGISTRY:
         raise TargetError(f"unknown accelerator target '{name}'; choose one of {', '.join(REGISTRY)}")
     if key not in _CACHE:
-        mod, cls = REGISTRY[key].split(":")
-        _CACHE[key] = getattr(importlib.import_module(mod), cls)()
+        from dcoc.registry import load
+
+        _CACHE[key] = load(REGISTRY[key])()
     return _CACHE[key]
 
 

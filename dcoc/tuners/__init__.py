@@ -11,7 +11,6 @@ everywhere.
 """
 from __future__ import annotations
 
-import importlib
 import json
 
 from dcoc.errors import DcocError
@@ -88,11 +87,9 @@ def get_tuner(name) -> type:
     """The tuner class for a name (or a Tuner subclass, returned as is)."""
     if isinstance(name, type) and issubclass(name, Tuner):
         return name
-    spec = REGISTRY.get(str(name).strip().lower())
-    if spec is None:
-        raise DcocError(f"unknown tuner '{name}'; choose one of {', '.join(REGISTRY)}")
-    mod, cls = spec.split(":")
-    return getattr(importlib.import_module(mod), cls)
+    from dcoc.registry import load, lookup
+
+    return load(lookup(REGISTRY, name, "tuner"))
 
 
 def tuner_kwargs(spec) -> tuple[type, dict]:

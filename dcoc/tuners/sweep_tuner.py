@@ -3,7 +3,7 @@
 Order of proposals:
 
 1. the task's default config(s) (``TuningTask.defaults()``: for VTA the TOPI-VTA
-   heuristic of :func:`dcoc.vta.default_knobs`), when valid;
+   heuristic of :func:`dcoc.targets.vta.default_knobs`), when valid;
 2. the unvisited neighbours of the best measured config (one knob moved by one, then by
    two choice positions), nearest first, re-centred whenever a better config is found;
 3. uniformly random unvisited configs once the neighbourhood is exhausted.

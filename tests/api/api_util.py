@@ -2,7 +2,7 @@
 name once several test directories have one).
 
 The oracle functions here recompute what a tuning result claims from first principles
-(the frontend's task list and :func:`dcoc.vta.simulate`), without going through
+(the frontend's task list and :func:`dcoc.targets.vta.simulate`), without going through
 ``dcoc.codesign`` or ``dcoc.api``.
 """
 from __future__ import annotations
@@ -31,8 +31,8 @@ TUNERS = ["surrogate", "dcoc"] + BASELINES
 @functools.lru_cache(maxsize=None)
 def vta_layers(model: str):
     """``[(name, workload, count, epilogue)]`` of a model's VTA layers (one per task and
-    fused epilogue, :func:`dcoc.vta.report.model_layers`), straight from the frontend."""
-    from dcoc.vta.report import model_layers
+    fused epilogue, :func:`dcoc.targets.vta.report.model_layers`), straight from the frontend."""
+    from dcoc.targets.vta.report import model_layers
     from tvm_plugin.frontend import model_tasks
 
     return tuple((ml.name, ml.workload, ml.count, ml.epilogue)
@@ -40,8 +40,8 @@ def vta_layers(model: str):
 
 
 def sim_seconds(wl, hw, knobs, epilogue=None) -> float:
-    from dcoc.vta import simulate
-    from dcoc.vta.report import MODEL_EPILOGUE
+    from dcoc.targets.vta import simulate
+    from dcoc.targets.vta.report import MODEL_EPILOGUE
 
     r = simulate(wl, hw, knobs, epilogue=epilogue or MODEL_EPILOGUE)  # the layer's epilogue
     assert r.valid, f"schedule {knobs} is invalid on {hw.name}: {r.reason}"
@@ -56,8 +56,8 @@ def model_latency_ms(model: str, hw, schedules: dict) -> float:
 
 
 def default_latency_ms(model: str, hw) -> float:
-    """The model on ``hw`` with every layer at :func:`dcoc.vta.default_knobs` for its epilogue."""
-    from dcoc.vta import default_knobs
+    """The model on ``hw`` with every layer at :func:`dcoc.targets.vta.default_knobs` for its epilogue."""
+    from dcoc.targets.vta import default_knobs
 
     return 1e3 * sum(c * sim_seconds(wl, hw, default_knobs(wl, hw, epilogue=ep), ep)
                      for _, wl, c, ep in vta_layers(model))

@@ -30,7 +30,7 @@ from api_util import (
 
 import dcoc
 from dcoc.cli import build_parser
-from dcoc.vta import HWConfig, get_board
+from dcoc.targets.vta import HWConfig, get_board
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -304,8 +304,8 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_exits_130(monkeypatch, capsys):
 
 # ========================================================================== tune-task
 def test_tune_task_command_and_resume(tmp_path):
-    from dcoc.vta import simulate
-    from dcoc.vta.catalogue import resnet18_layer
+    from dcoc.targets.vta import simulate
+    from dcoc.targets.vta.catalogue import resnet18_layer
 
     rec = tmp_path / "c2.jsonl"
     args = ["tune-task", "C2", "--tuner", "xgb", "--trials", "30", "--records", str(rec)]
@@ -348,7 +348,7 @@ def test_simulate_command():
 
 
 def test_tune_and_simulate_agree_on_the_baseline(tmp_path_factory):
-    from dcoc.vta import simulate_model
+    from dcoc.targets.vta import simulate_model
     from tvm_plugin.frontend import model_tasks
 
     res = _uninterrupted(tmp_path_factory, "xgb", 200)

@@ -16,7 +16,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 import dcoc
-from dcoc.vta.hardware import HWConfig
+from dcoc.targets.vta.hardware import HWConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -22,7 +22,7 @@ from dcoc.results.pareto import (
     spanning,
 )
 from dcoc.targets import get as get_target
-from dcoc.vta import HWConfig, get_board
+from dcoc.targets.vta import HWConfig, get_board
 
 os.environ.setdefault("DCOC_QUIET", "1")
 

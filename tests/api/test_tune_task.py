@@ -1,6 +1,6 @@
 """``dcoc.tune_task``: one VTA layer's schedule with each tuner, records and resume.
 
-Costs are recomputed with :func:`dcoc.vta.simulate`; the exhaustive optimum of a small
+Costs are recomputed with :func:`dcoc.targets.vta.simulate`; the exhaustive optimum of a small
 space is enumerated here, not taken from the library's tables.
 """
 from __future__ import annotations
@@ -15,10 +15,10 @@ import dcoc
 from dcoc.errors import ConfigError, DcocError
 from dcoc.results.result import TaskResult
 from dcoc.search.measure import Measurer
-from dcoc.vta import HWConfig, VTASimMeasurer, simulate
-from dcoc.vta.catalogue import resnet18_layer
-from dcoc.vta.spaces import sw_space, workload_key
-from dcoc.vta.target import parse_workload
+from dcoc.targets.vta import HWConfig, VTASimMeasurer, simulate
+from dcoc.targets.vta.catalogue import resnet18_layer
+from dcoc.targets.vta.spaces import sw_space, workload_key
+from dcoc.targets.vta.target import parse_workload
 
 PYNQ = HWConfig.preset("pynq")
 C11 = resnet18_layer("C11")           # 7x7, 512 -> 512, 3x3: 576 schedules on pynq

@@ -1,8 +1,8 @@
 """``dcoc.tune(model, target="vta", ...)`` end to end, checked against first principles.
 
 Every claim of a TuneResult is recomputed independently: the model latency from the
-frontend's VTA layers and :func:`dcoc.vta.simulate` of the returned schedules on the
-returned hardware, the baseline from the pynq preset with :func:`dcoc.vta.default_knobs`,
+frontend's VTA layers and :func:`dcoc.targets.vta.simulate` of the returned schedules on the
+returned hardware, the baseline from the pynq preset with :func:`dcoc.targets.vta.default_knobs`,
 the fit from the board's resource model.  Runs are in-process (``n_workers=0``) with small
 budgets; resume is exercised by truncating a finished run's records file, which is
 exactly what a kill between two batches leaves behind (test_cli_tune.py kills real
@@ -31,7 +31,7 @@ from api_util import (
 import dcoc
 from dcoc.errors import ConfigError, DcocError
 from dcoc.results.result import TuneResult
-from dcoc.vta import HWConfig, get_board
+from dcoc.targets.vta import HWConfig, get_board
 
 os.environ.setdefault("DCOC_QUIET", "1")
 
@@ -328,7 +328,7 @@ def test_mobilenetv2_reports_cpu_layers(tmp_path_factory):
     assert len(depthwise) == 10
     assert "conv2d_224x224_3x32_k3s2" in cpu   # 3 input channels: the stem stays on the CPU
     # layers + CPU layers account for every task of the model
-    from dcoc.vta.report import model_layers
+    from dcoc.targets.vta.report import model_layers
     from tvm_plugin.frontend import model_tasks
 
     tasks = model_tasks("mobilenetv2", "vta")

@@ -52,8 +52,8 @@ def test_software_tuning_stops_when_a_layer_has_no_valid_schedule(tuner):
     """dcoc.codesign.SoftwareTuning: a layer without any valid schedule (its tuner
     exhausted, no best result) used to keep priority inf forever: 100% CPU, no end."""
     from dcoc import codesign as cd
-    from dcoc.api import _hw
-    from dcoc.vta import Conv2DWorkload, VTASimMeasurer
+    from dcoc.api.tune import _hw
+    from dcoc.targets.vta import Conv2DWorkload, VTASimMeasurer
 
     hw = _hw(UNSCHEDULABLE[0], "pynq")
     layers = [cd.Layer("c3", Conv2DWorkload(1, 56, 56, 64, 64, (3, 3), (1, 1), (1, 1)), 1, "conv2d"),
@@ -77,7 +77,7 @@ def test_negative_workers_is_one_line(cmd, tmp_path, capsys):
 
 def test_negative_workers_in_the_api():
     import dcoc
-    from dcoc.vta import Conv2DWorkload
+    from dcoc.targets.vta import Conv2DWorkload
 
     with pytest.raises(dcoc.DcocError, match="n_workers"):
         dcoc.tune_task(Conv2DWorkload(1, 14, 14, 32, 32, (3, 3), (1, 1), (1, 1)),

@@ -58,9 +58,9 @@ def test_complete_last_line_without_newline_is_kept(tmp_path):
 
 
 def test_forged_and_foreign_lines_are_skipped_never_best(tmp_path, capsys):
-    from dcoc.vta import HWConfig
-    from dcoc.vta.catalogue import resnet18_layer
-    from dcoc.vta.spaces import vta_task
+    from dcoc.targets.vta import HWConfig
+    from dcoc.targets.vta.catalogue import resnet18_layer
+    from dcoc.targets.vta.spaces import vta_task
 
     hw = HWConfig.preset("pynq")
     task = vta_task(resnet18_layer("C2"), hw)

@@ -129,7 +129,7 @@ def test_systolic_resources_grow_with_the_array():
 def test_measurer_registry():
     from dcoc.search import create_measurer, measurer_names
     from dcoc.search.measure import FunctionMeasurer, TableMeasurer
-    from dcoc.vta import VTASimMeasurer
+    from dcoc.targets.vta import VTASimMeasurer
 
     assert {"simulator", "table", "rpc", "function", "memo"} <= set(measurer_names())
     assert isinstance(create_measurer("simulator", target="vta", n_workers=0), VTASimMeasurer)
@@ -151,7 +151,7 @@ def test_vta_padded_bound_counts_the_tiles_a_core_shape_wastes():
     """``bound_seconds`` rounds batch and channels up to the core's tiles: the co-design cost
     model's efficiency is relative to it, so an unmeasured core shape is not credited with
     MACs it cannot use (a batch-1 model on a BATCH=2 core, 3 input channels on BLOCK_IN=16)."""
-    from dcoc.vta import Conv2DWorkload, DenseWorkload, HWConfig
+    from dcoc.targets.vta import Conv2DWorkload, DenseWorkload, HWConfig
 
     t = targets.get("vta")
     conv = t.layer(Conv2DWorkload(1, 56, 56, 3, 64, kernel=3, padding=1))
@@ -177,7 +177,7 @@ def test_vta_buffer_sizes_only_decide_what_fits():
     one that fits the smaller config fits the larger one."""
     import numpy as np
 
-    from dcoc.vta import Conv2DWorkload, DenseWorkload, HWConfig, simulate
+    from dcoc.targets.vta import Conv2DWorkload, DenseWorkload, HWConfig, simulate
 
     t = targets.get("vta")
     small = HWConfig(block_in=16, block_out=32, log_uop_buff=14, log_inp_buff=14, log_wgt_buff=17,

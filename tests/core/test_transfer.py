@@ -150,7 +150,7 @@ def test_cli_warm_start_errors_exit_2(tmp_path, capfd):
 
 # ------------------------------------------------------------------ VTA records without layers.json
 def test_vta_records_without_layers_file_resolve_workload_and_padding(tmp_path):
-    from dcoc.vta import Conv2DWorkload, HWConfig, VTASimMeasurer
+    from dcoc.targets.vta import Conv2DWorkload, HWConfig, VTASimMeasurer
 
     vta = get("vta")
     wl = Conv2DWorkload(batch=1, height=14, width=14, in_channels=64, out_channels=64, kernel=(3, 3),

@@ -110,9 +110,9 @@ def test_tune_and_run_latency_agree_on_residual_model(tmp_path):
 def test_simulate_reports_the_run_table(tmp_path, capsys):
     """``dcoc simulate`` prints the per-layer table ``dcoc run`` prints (same columns, a
     roofline figure per layer)."""
+    from dcoc.targets.vta import HWConfig
+    from dcoc.targets.vta.report import simulate_model
     from dcoc.tasks import Task, TaskList
-    from dcoc.vta import HWConfig
-    from dcoc.vta.report import simulate_model
 
     wl = dict(batch=1, in_channels=32, out_channels=32, height=16, width=16, kernel_h=3,
               kernel_w=3, stride_h=1, stride_w=1, pad_top=1, pad_left=1, pad_bottom=1,

@@ -76,8 +76,8 @@ def test_residual_layer_default_schedule_fits_its_epilogue():
     """ResNet-18 C2 with a residual add is its own layer (``_res``); its default schedule
     is chosen for that epilogue (the residual tile counted in ACC), so nothing is re-tiled."""
     from dcoc.runtime.offload import Offload
+    from dcoc.targets.vta import HWConfig, default_knobs
     from dcoc.tasks import Task
-    from dcoc.vta import HWConfig, default_knobs
 
     rng = np.random.default_rng(0)
     wl, spec = _c2_spec(rng)
@@ -99,8 +99,8 @@ def test_foreign_schedule_is_adapted_loudly():
     """A schedule not tuned for the layer's epilogue (here: a bias-only schedule given for a
     call site with a residual the tuner never saw) is re-tiled, with a warning."""
     from dcoc.runtime.offload import Offload
+    from dcoc.targets.vta import HWConfig, default_knobs
     from dcoc.tasks import Task
-    from dcoc.vta import HWConfig, default_knobs
 
     rng = np.random.default_rng(0)
     wl, spec = _c2_spec(rng)

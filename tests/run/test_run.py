@@ -74,7 +74,7 @@ def test_other_hardware_bit_exact(tiny_model, hw):
         warnings.simplefilter("ignore")
         r = dcoc.run(tiny_model, hardware=hw, compare_float=False)
     assert r.bit_exact, r.mismatches
-    from dcoc.vta import HWConfig
+    from dcoc.targets.vta import HWConfig
 
     assert r.hardware == HWConfig.parse(hw, board="pynq").name
 
@@ -99,7 +99,7 @@ def test_invalid_schedule_falls_back_to_cpu(tiny_model):
 
 def test_tune_result_run_matches_dcoc_run(tiny_model):
     from dcoc.results.result import TuneResult
-    from dcoc.vta import HWConfig
+    from dcoc.targets.vta import HWConfig
 
     hw = HWConfig.preset("pynq")
     res = TuneResult(target="vta", tuner="dcoc", seed=0, latency_ms=1.0,

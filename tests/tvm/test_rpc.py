@@ -28,8 +28,8 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def vta_task():
-    import dcoc.vta as vta
-    from dcoc.vta.spaces import vta_task as make
+    import dcoc.targets.vta as vta
+    from dcoc.targets.vta.spaces import vta_task as make
 
     wl = vta.Conv2DWorkload(batch=1, height=14, width=14, in_channels=64, out_channels=64,
                             kernel=(3, 3), stride=(1, 1), padding=(1, 1))
@@ -39,7 +39,7 @@ def vta_task():
 def test_codec_roundtrip(vta_task):
     import json
 
-    import dcoc.vta as vta
+    import dcoc.targets.vta as vta
     from tvm_plugin.rpc import decode_request, encode_request, simulate_json
 
     wl, hw = vta_task.payload["workload"], vta_task.payload["hw"]
@@ -58,7 +58,7 @@ def test_sim_servers_fan_out_and_survive_a_kill(cluster, vta_task):
     import dcoc.tuners
     from dcoc.search import measure_option
     from dcoc.search.measure import MeasureErrorNo
-    from dcoc.vta.spaces import simulate_config
+    from dcoc.targets.vta.spaces import simulate_config
     from tvm_plugin.rpc import RPCSimMeasurer
 
     key = f"vta-sim-{uuid.uuid4().hex[:6]}"

@@ -84,7 +84,7 @@ def _handshake(key: str) -> bytes:
 def _simulate(addr: str, key: str, matchkey: str | None = None, port: int | None = None) -> dict:
     from tvm import rpc
 
-    from dcoc.vta import Conv2DWorkload, HWConfig
+    from dcoc.targets.vta import Conv2DWorkload, HWConfig
     from tvm_plugin.rpc import SIM_FUNC, encode_request
 
     host, tport = addr.split(":")

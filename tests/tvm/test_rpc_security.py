@@ -39,7 +39,7 @@ def _session(addr, key):
 
 
 def test_only_the_simulator_is_callable(server):
-    from dcoc.vta import Conv2DWorkload, HWConfig
+    from dcoc.targets.vta import Conv2DWorkload, HWConfig
     from tvm_plugin.rpc import SIM_FUNC, encode_request
 
     sess = _session(*server)
@@ -63,7 +63,7 @@ def test_only_the_simulator_is_callable(server):
 
 
 def test_size_cap_and_time_limit(server):
-    from dcoc.vta import Conv2DWorkload, HWConfig
+    from dcoc.targets.vta import Conv2DWorkload, HWConfig
     from tvm_plugin.rpc import MAX_REQUEST_BYTES, SIM_FUNC, encode_request
 
     f = _session(*server).get_function(SIM_FUNC)

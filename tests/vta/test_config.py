@@ -2,8 +2,8 @@
 import pytest
 
 from dcoc.errors import ConfigError
-from dcoc.vta import BOARDS, HWConfig, get_board
-from dcoc.vta.hardware import PRESETS
+from dcoc.targets.vta import BOARDS, HWConfig, get_board
+from dcoc.targets.vta.hardware import PRESETS
 
 
 def test_pynq_preset_matches_reference():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dcoc.errors import ConfigError, DcocError, KnobError
-from dcoc.vta import (
+from dcoc.targets.vta import (
     Conv2DWorkload,
     DenseWorkload,
     Epilogue,
@@ -15,8 +15,8 @@ from dcoc.vta import (
     isa,
     simulate,
 )
-from dcoc.vta.program import DramLayout, Program
-from dcoc.vta.simulator import run_program
+from dcoc.targets.vta.program import DramLayout, Program
+from dcoc.targets.vta.simulator import run_program
 
 PYNQ = HWConfig.preset("pynq")
 C2 = Conv2DWorkload(1, 56, 56, 64, 64, 3, 1, 1)
@@ -323,7 +323,7 @@ def test_random_knob_dicts_never_raise(knobs, hw, wl):
 
 
 def test_dram_region_beyond_32bit_addresses():
-    from dcoc.vta.compiler import PlanError
+    from dcoc.targets.vta.compiler import PlanError
 
     dram = DramLayout({"inp": (1 << 33, 16)}, 4)
     with pytest.raises(PlanError, match="32-bit"):

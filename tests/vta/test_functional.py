@@ -4,8 +4,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from dcoc.vta import Conv2DWorkload, DenseWorkload, Epilogue, HWConfig, conv2d_space, dense_space, simulate
-from dcoc.vta.reference import apply_epilogue, reference_conv2d, reference_dense
+from dcoc.targets.vta import Conv2DWorkload, DenseWorkload, Epilogue, HWConfig, conv2d_space, dense_space, simulate
+from dcoc.targets.vta.reference import apply_epilogue, reference_conv2d, reference_dense
 
 CONFIGS = {"1x16x16": HWConfig.preset("pynq"), "4x8x8": HWConfig.preset("pynq_4x8"),
            "1x16x32": HWConfig(block_out=32)}

@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dcoc.vta import HWConfig, IsaError, isa
-from dcoc.vta.layer import compile_schedule
-from dcoc.vta.workloads import Conv2DWorkload
+from dcoc.targets.vta import HWConfig, IsaError, isa
+from dcoc.targets.vta.layer import compile_schedule
+from dcoc.targets.vta.workloads import Conv2DWorkload
 
 CONFIGS = [HWConfig.preset("pynq"), HWConfig.preset("pynq_4x8"), HWConfig(block_out=32),
            HWConfig(log_acc_buff=18, log_wgt_buff=16, log_uop_buff=13)]  # last: relaxed

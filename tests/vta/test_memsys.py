@@ -1,14 +1,14 @@
-"""The L2/DDR memory model (dcoc.vta.memsys): reuse distances per access, warm vs cold
+"""The L2/DDR memory model (dcoc.targets.vta.memsys): reuse distances per access, warm vs cold
 start, and the calibration script."""
 import math
 
 import pytest
 
 from dcoc.errors import ConfigError
-from dcoc.vta import Conv2DWorkload, DenseWorkload, HWConfig, TimingParams, simulate
-from dcoc.vta.compiler import make_plan
-from dcoc.vta.memsys import cold_start, dma_timing, hit_probability, miss_fractions, reuse_profile
-from dcoc.vta.workloads import DEFAULT_EPILOGUE, Epilogue
+from dcoc.targets.vta import Conv2DWorkload, DenseWorkload, HWConfig, TimingParams, simulate
+from dcoc.targets.vta.compiler import make_plan
+from dcoc.targets.vta.memsys import cold_start, dma_timing, hit_probability, miss_fractions, reuse_profile
+from dcoc.targets.vta.workloads import DEFAULT_EPILOGUE, Epilogue
 
 PYNQ = HWConfig.preset("pynq")
 WARM = TimingParams(l2_start="warm")

@@ -7,10 +7,10 @@ import types
 import pytest
 
 from dcoc import cli
+from dcoc.targets.vta import HWConfig, default_knobs, simulate, simulate_model
+from dcoc.targets.vta.report import MODEL_EPILOGUE
+from dcoc.targets.vta.workloads import Conv2DWorkload
 from dcoc.tasks import Task, TaskList
-from dcoc.vta import HWConfig, default_knobs, simulate, simulate_model
-from dcoc.vta.report import MODEL_EPILOGUE
-from dcoc.vta.workloads import Conv2DWorkload
 
 PYNQ = HWConfig.preset("pynq")
 

@@ -1,8 +1,8 @@
-"""Clock and DSP/LUT model of dcoc.vta.hardware: achievable clock, DSP packing, sensitivity."""
+"""Clock and DSP/LUT model of dcoc.targets.vta.hardware: achievable clock, DSP packing, sensitivity."""
 import pytest
 
-from dcoc.vta import BOARDS, HWConfig
-from dcoc.vta.hardware import RESOURCE_SOURCES, estimate_scale
+from dcoc.targets.vta import BOARDS, HWConfig
+from dcoc.targets.vta.hardware import RESOURCE_SOURCES, estimate_scale
 
 
 def _hw(board, b=1, bi=16, bo=16):

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from dcoc.vta import (
+from dcoc.targets.vta import (
     Conv2DWorkload,
     DenseWorkload,
     Epilogue,
@@ -77,9 +77,9 @@ def test_fast_path_equals_reference(seed):
 
 
 def test_fast_path_skips_periods_on_large_streams():
-    from dcoc.vta.compiler import make_plan
-    from dcoc.vta.fastpath import fast_timing
-    from dcoc.vta.simulator import DEFAULT_TIMING
+    from dcoc.targets.vta.compiler import make_plan
+    from dcoc.targets.vta.fastpath import fast_timing
+    from dcoc.targets.vta.simulator import DEFAULT_TIMING
 
     wl = Conv2DWorkload(1, 56, 56, 64, 64, 3, 1, 1)
     plan = make_plan(wl, PYNQ, dict(tile_h=1, tile_w=1, tile_ci=1, tile_co=1, oc_nthread=2, h_nthread=1))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from dcoc.errors import ConfigError
-from dcoc.vta.hardware import HWConfig
+from dcoc.targets.vta.hardware import HWConfig
 
 #: tvm-vta's config/vta_config.json with TARGET pynq (vta-reference §1.1: every preset
 #: sample holds exactly these numbers; only TARGET and HW_VER differ)

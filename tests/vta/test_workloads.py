@@ -1,8 +1,7 @@
 """Workloads, knob spaces, Task conversion and the default schedule heuristic."""
 import pytest
 
-from dcoc.tasks import Task
-from dcoc.vta import (
+from dcoc.targets.vta import (
     Conv2DWorkload,
     DenseWorkload,
     HWConfig,
@@ -14,6 +13,7 @@ from dcoc.vta import (
     space_size,
     workload_from_task,
 )
+from dcoc.tasks import Task
 
 PYNQ = HWConfig.preset("pynq")
 

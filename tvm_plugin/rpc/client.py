@@ -169,7 +169,7 @@ class RPCSimMeasurer(Measurer):
 
     # ----------------------------------------------------------- measuring
     def _request_text(self, task: TuningTask, config: dict):
-        from dcoc.vta.spaces import make_hw
+        from dcoc.targets.vta.spaces import make_hw
 
         p = task.payload
         if task.hw_knobs:

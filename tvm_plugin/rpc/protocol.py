@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 #: the remote function the simulator servers register
-SIM_FUNC = "dcoc.vta.simulate_json"
+SIM_FUNC = "dcoc.targets.vta.simulate_json"
 DEFAULT_KEY = "vta-sim"
 #: a request longer than this (characters) is answered as invalid, unread
 MAX_REQUEST_BYTES = 64 * 1024
@@ -33,7 +33,7 @@ def _fields(obj) -> dict:
 
 def encode_request(wl, hw, knobs: dict, epilogue: Any = "default") -> str:
     """JSON request text for one simulation."""
-    from dcoc.vta import Conv2DWorkload
+    from dcoc.targets.vta import Conv2DWorkload
 
     kind = "conv2d" if isinstance(wl, Conv2DWorkload) else "dense"
     req = {"workload": {"kind": kind, **_fields(wl)}, "hw": _fields(hw),
@@ -51,7 +51,7 @@ def _tuples(d: dict) -> dict:
 
 def decode_request(text: str):
     """(workload, hw, knobs, epilogue kwargs) from request text."""
-    from dcoc.vta import Conv2DWorkload, DenseWorkload, Epilogue, HWConfig
+    from dcoc.targets.vta import Conv2DWorkload, DenseWorkload, Epilogue, HWConfig
 
     req = json.loads(text)
     w = dict(req["workload"])
@@ -67,7 +67,7 @@ def decode_request(text: str):
 def simulate_json(text: str) -> str:
     """The server side: simulate one request; invalid input is a result, never an error."""
     try:
-        from dcoc.vta import simulate
+        from dcoc.targets.vta import simulate
 
         wl, hw, knobs, kw = decode_request(str(text))
         r = simulate(wl, hw, knobs, **kw)

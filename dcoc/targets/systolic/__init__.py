@@ -7,7 +7,7 @@ bytes, int8), weights (``2**log_wgt`` bytes, int8) and output accumulators
 in every PE, so the next fold's weights shift in while the current fold computes (as in
 the TPU v1, Jouppi et al., ISCA 2017, section 2).  The clock is the board's clock derated
 by the array's size and the LUT use (:meth:`SystolicBoard.clock_mhz`, the rule of
-:meth:`dcoc.vta.hardware.Board.clock_mhz`); the DRAM moves ``bus_bytes`` per cycle.
+:meth:`dcoc.targets.vta.hardware.Board.clock_mhz`); the DRAM moves ``bus_bytes`` per cycle.
 
 Dataflow: every layer is a GEMM ``out[M, N] = in[M, K] @ w[K, N]`` (conv2d: ``M =
 out_h * out_w``, ``K = in_channels * kh * kw``, ``N = out_channels``).  A weight *fold*

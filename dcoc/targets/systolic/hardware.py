@@ -24,13 +24,13 @@ LUT_UTIL_LIMIT = 0.8
 DMA_SETUP_CYCLES = 40        # per transfer (descriptor + DRAM latency)
 LAUNCH_CYCLES = 1500         # per layer (instruction fetch, barrier)
 
-#: clock derating, the shape of :meth:`dcoc.vta.hardware.Board.clock_mhz`: a board's
+#: clock derating, the shape of :meth:`dcoc.targets.vta.hardware.Board.clock_mhz`: a board's
 #: ``freq_mhz`` is what the 16x16 array closes at; every doubling of the PEs beyond it
 #: lengthens the period by :data:`PE_DOUBLING_DERATE` (the weight-load/valid enables and
 #: the SRAM read buses fan out to twice the PEs, one more buffer level, and the array
 #: spreads over more clock regions; estimate, uncertainty +-50 %), and LUT utilisation
 #: above :data:`CONGESTION_KNEE` adds routing delay at :data:`CONGESTION_SLOPE` per unit
-#: (the values of dcoc.vta.hardware, from UG949's ~70 % guideline).  A smaller array does
+#: (the values of dcoc.targets.vta.hardware, from UG949's ~70 % guideline).  A smaller array does
 #: not clock faster (the shell's DMA and AXI paths limit it).
 REF_PES = 256
 PE_DOUBLING_DERATE = 0.05

@@ -328,7 +328,7 @@ def _features(wl: GemmWorkload, hw: SystolicConfig):
 def parse_workload(spec: str) -> GemmWorkload:
     """``gemm:M,K,N``, ``conv:H,W,CI,CO,K,S,P``, ``dense:N,K,M`` or a ResNet-18 layer ``C2``..``C11``."""
     s = spec.strip()
-    from dcoc.vta.catalogue import RESNET18_CONV
+    from dcoc.targets.vta.catalogue import RESNET18_CONV
 
     if s.upper() in RESNET18_CONV:
         h, ci, co, k, st, _ = RESNET18_CONV[s.upper()]

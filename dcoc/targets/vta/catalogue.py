@@ -11,18 +11,18 @@ tuners or drivers themselves.
 from __future__ import annotations
 
 from dcoc.search.space import Space
-from dcoc.vta.layer import simulate
-from dcoc.vta.workloads import Conv2DWorkload
+from dcoc.targets.vta.layer import simulate
+from dcoc.targets.vta.workloads import Conv2DWorkload
 
 
 def _epilogue(epilogue):
-    from dcoc.vta.spaces import _epilogue as ep
+    from dcoc.targets.vta.spaces import _epilogue as ep
 
     return ep(epilogue)
 
 
 def sw_space(wl, hw, epilogue="default"):
-    from dcoc.vta.spaces import sw_space as sp
+    from dcoc.targets.vta.spaces import sw_space as sp
 
     return sp(wl, hw, epilogue)
 
@@ -65,7 +65,7 @@ def timing_model_tag(epilogue="default") -> str:
     import os
     from dataclasses import asdict
 
-    from dcoc.vta.simulator import DEFAULT_TIMING
+    from dcoc.targets.vta.simulator import DEFAULT_TIMING
 
     h = hashlib.sha256(json.dumps(asdict(DEFAULT_TIMING), sort_keys=True, default=str).encode())
     src = os.path.dirname(os.path.abspath(__file__))

@@ -15,7 +15,7 @@ and the port is held for the whole data phase of the instruction.  Durations:
   Reads through the coherent L2 of the Zynq-7000 ACP port (INP/WGT and the ACC loads of
   bias/residual) add the expected cost of L2 misses -- more latency per row and more
   cycles per burst, times the tensor's miss fraction from its reads' reuse distances
-  (:mod:`dcoc.vta.memsys`).
+  (:mod:`dcoc.targets.vta.memsys`).
 * GEMM: ``insn_overhead + iter_out*iter_in*(n_uops*gemm_ii + gemm_loop_overhead)``
   (HLS: the micro-op loop is pipelined with II=1 and re-entered for every
   (iter_out, iter_in) pair, paying its pipeline fill each time).
@@ -44,10 +44,21 @@ from typing import Any, Callable
 import numpy as np
 
 from dcoc.errors import ConfigError, SimulationError, WorkloadError
-from dcoc.vta import isa
-from dcoc.vta.hardware import HWConfig
-from dcoc.vta.isa import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_UOP, MEM_WGT, OP_ALU, OP_FINISH, OP_GEMM, OP_LOAD, OP_STORE
-from dcoc.vta.machine import Machine
+from dcoc.targets.vta import isa
+from dcoc.targets.vta.hardware import HWConfig
+from dcoc.targets.vta.isa import (
+    MEM_ACC,
+    MEM_ACC_8BIT,
+    MEM_INP,
+    MEM_UOP,
+    MEM_WGT,
+    OP_ALU,
+    OP_FINISH,
+    OP_GEMM,
+    OP_LOAD,
+    OP_STORE,
+)
+from dcoc.targets.vta.machine import Machine
 
 __all__ = ["TimingParams", "DEFAULT_TIMING", "SimResult", "run_program", "insn_timing",
            "Engine", "Machine", "COUNTER_KEYS"]
@@ -106,7 +117,7 @@ class TimingParams:
     burst_overhead: int = 0
     #: L2 cache (KiB) in front of the coherent ACP port of the 64-bit Zynq-7000 design
     #: (Cortex-A9 PL310: 512 KB, UG585 §3.4).  DMA reads are hits or misses by their reuse
-    #: distance (:mod:`dcoc.vta.memsys`).  0 disables the distinction.
+    #: distance (:mod:`dcoc.targets.vta.memsys`).  0 disables the distinction.
     coherent_cache_kib: int = 512
     #: L2 associativity and line size (PL310 on the Zynq-7000: 8 ways, 32-byte lines;
     #: UG585 §3.4 "L2 Cache").
@@ -119,7 +130,7 @@ class TimingParams:
     #: inference, as ``dcoc run`` executes it: parameters come from DDR; the default, so
     #: tune, simulate, co-design and run time layers alike) or ``"warm"`` (the layer ran
     #: just before, as in TopHub's repeated single-layer measurements; the calibration
-    #: uses it).  See :mod:`dcoc.vta.memsys`.
+    #: uses it).  See :mod:`dcoc.targets.vta.memsys`.
     l2_start: str = "cold"
     #: extra first-beat latency of a DMA row that misses the L2 (line fill from DDR through
     #: the L2 controller).  Estimate (not identifiable from the measured rows).
@@ -163,7 +174,7 @@ DEFAULT_TIMING = TimingParams()
 # ============================================================================ per-insn timing
 def _mem_cycles(insn, hw: HWConfig, tp: TimingParams, lat):
     """(pre, hold, post) of a LOAD/STORE.  ``lat``: latency cycles per row, or a
-    :class:`~dcoc.vta.memsys.DmaTiming` (per-memory-type latency and burst cost)."""
+    :class:`~dcoc.targets.vta.memsys.DmaTiming` (per-memory-type latency and burst cost)."""
     ovh = tp.insn_overhead
     if insn.is_nop():
         return ovh, 0, 0
@@ -469,7 +480,7 @@ class SimResult:
     ``utilization``: MACs / (cycles * BATCH * BLOCK_IN * BLOCK_OUT); ``counters``: the
     fsim profiler counters; ``instructions``: number of instructions in the stream;
     ``output``: the functional result (int8 after the epilogue, int32 accumulators when
-    ``epilogue=None``) or None; ``program``: the compiled :class:`~dcoc.vta.program.Program`
+    ``epilogue=None``) or None; ``program``: the compiled :class:`~dcoc.targets.vta.program.Program`
     when the full stream was built (reference / functional runs).
     """
 
@@ -514,7 +525,7 @@ def finish_result(wl, hw: HWConfig, knobs, cycles: int, counters: dict, n_insns:
 def run_program(program, tp: TimingParams = DEFAULT_TIMING, arrays: dict | None = None,
                 functional: bool = False, shadow_region: str | None = "out",
                 check_races: bool = True):
-    """Simulate a :class:`~dcoc.vta.program.Program` instruction by instruction.
+    """Simulate a :class:`~dcoc.targets.vta.program.Program` instruction by instruction.
 
     Returns ``(cycles, counters, machine)``.  Every access is checked (SimulationError on a
     rule violation), including -- with ``check_races`` -- SRAM accesses of two modules that
@@ -522,7 +533,7 @@ def run_program(program, tp: TimingParams = DEFAULT_TIMING, arrays: dict | None 
     machine computes on the DRAM image built from ``arrays`` (region name -> uint8 contents)
     and ``machine.dram`` holds the result.
     """
-    from dcoc.vta.memsys import dma_timing
+    from dcoc.targets.vta.memsys import dma_timing
 
     hw = program.hw
     insns = program.insns

@@ -139,8 +139,8 @@ def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, 
 
     Parameters
     ----------
-    workload: the target's workload (VTA: a :class:`dcoc.vta.Conv2DWorkload` /
-        :class:`~dcoc.vta.DenseWorkload`, a :class:`dcoc.tasks.Task` of kind conv2d / dense,
+    workload: the target's workload (VTA: a :class:`dcoc.targets.vta.Conv2DWorkload` /
+        :class:`~dcoc.targets.vta.DenseWorkload`, a :class:`dcoc.tasks.Task` of kind conv2d / dense,
         or a spec such as ``"C2"`` / ``"conv:H,W,CI,CO,K,S,P"`` / ``"dense:N,K,M"``).
     hw: a hardware config of the target, a preset name (VTA: ``"pynq"``) or a config name;
         default: the default config of ``board`` (VTA on pynq: the ``pynq`` preset).
@@ -151,7 +151,7 @@ def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, 
     seed: the one seed.
     records: a JSONL path or :class:`dcoc.search.Records`; measurements are appended as they
         happen, and a rerun with the same tuner/seed resumes from them.
-    measurer: default: the target's measurer (VTA: :class:`dcoc.vta.VTASimMeasurer`)
+    measurer: default: the target's measurer (VTA: :class:`dcoc.targets.vta.VTASimMeasurer`)
         with ``n_workers`` processes.
     target: an accelerator target of :func:`dcoc.targets.available` (``vta``, ``systolic``).
     board: the board whose clock/bus a hardware name takes (default: the target's default).
@@ -427,7 +427,7 @@ def _tune_accelerator(target, model, board, trials, tuner, seed, work_dir, resum
     cpu_est = _cpu_estimate(tasks, cpu)
     # the whole-model latency dcoc run measures: count x time per layer, summed by the same
     # function (for VTA the layers carry their epilogues, so run times the same work)
-    from dcoc.vta.report import model_seconds
+    from dcoc.targets.vta.report import model_seconds
 
     latency = model_seconds((layer.count, session.best[(best_hw, li)][0])
                             for li, layer in enumerate(layers))

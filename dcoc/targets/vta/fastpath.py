@@ -8,7 +8,7 @@ instructions up to DRAM addresses, which do not affect timing.  So:
 1. the instructions of each distinct (key, state) iteration are emitted once by the real
    compiler (:meth:`ConvPlan.emit_iteration`) and turned into a timing *template*;
 2. the program is the sequence of template ids (prologue, one per iteration, epilogue);
-3. :class:`dcoc.vta.simulator.Engine` runs it with periodic steady-state skipping, which
+3. :class:`dcoc.targets.vta.simulator.Engine` runs it with periodic steady-state skipping, which
    is exact: a period is skipped only when the complete machine state (module clocks,
    DRAM port, token queues, queue positions) repeats relative to the current time.
 
@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcoc.vta.isa import COMPUTE_STAGE, LOAD_STAGE, OP_LOAD, OP_STORE, GemmInsn, MemInsn
-from dcoc.vta.program import DramLayout, kernel_dram
-from dcoc.vta.simulator import COUNTER_KEYS, Engine, TimingParams, insn_counters, insn_timing
-from dcoc.vta.stream import InsnStream
+from dcoc.targets.vta.isa import COMPUTE_STAGE, LOAD_STAGE, OP_LOAD, OP_STORE, GemmInsn, MemInsn
+from dcoc.targets.vta.program import DramLayout, kernel_dram
+from dcoc.targets.vta.simulator import COUNTER_KEYS, Engine, TimingParams, insn_counters, insn_timing
+from dcoc.targets.vta.stream import InsnStream
 
 __all__ = ["fast_timing"]
 
@@ -60,7 +60,7 @@ def _template(insns, hw, tp, lat):
 
 def fast_timing(plan, tp: TimingParams, skip: bool = True):
     """``(cycles, counters, n_instructions, info)`` of a plan via templates + skipping."""
-    from dcoc.vta.memsys import dma_timing
+    from dcoc.targets.vta.memsys import dma_timing
 
     hw = plan.hw
     lat = dma_timing(plan, tp)

@@ -8,11 +8,11 @@ from typing import Mapping
 import numpy as np
 
 from dcoc.errors import ConfigError, KnobError, WorkloadError
-from dcoc.vta.compiler import PlanError, make_plan
-from dcoc.vta.hardware import HWConfig
-from dcoc.vta.program import compile_program
-from dcoc.vta.simulator import DEFAULT_TIMING, SimResult, TimingParams, check_data, finish_result, run_program
-from dcoc.vta.workloads import DEFAULT_EPILOGUE, Conv2DWorkload, DenseWorkload, Epilogue, space_for
+from dcoc.targets.vta.compiler import PlanError, make_plan
+from dcoc.targets.vta.hardware import HWConfig
+from dcoc.targets.vta.program import compile_program
+from dcoc.targets.vta.simulator import DEFAULT_TIMING, SimResult, TimingParams, check_data, finish_result, run_program
+from dcoc.targets.vta.workloads import DEFAULT_EPILOGUE, Conv2DWorkload, DenseWorkload, Epilogue, space_for
 
 __all__ = ["simulate", "default_knobs", "compile_schedule"]
 
@@ -39,7 +39,7 @@ def _norm_knobs(knobs):
 
 
 def compile_schedule(wl, hw, knobs, epilogue: Epilogue | None = DEFAULT_EPILOGUE):
-    """Compile the full instruction stream (a :class:`~dcoc.vta.program.Program`).
+    """Compile the full instruction stream (a :class:`~dcoc.targets.vta.program.Program`).
 
     Raises :class:`~dcoc.errors.KnobError` when the knobs are invalid for the config.
     """
@@ -57,7 +57,7 @@ def simulate(wl, hw, knobs, data=None, weight=None, bias=None, residual=None,
     """Compile ``wl`` for ``hw`` with ``knobs`` and simulate it.
 
     * timing only (default): ``mode="fast"`` uses the exact template/steady-state engine
-      (:mod:`dcoc.vta.fastpath`); ``mode="reference"`` compiles and simulates every
+      (:mod:`dcoc.targets.vta.fastpath`); ``mode="reference"`` compiles and simulates every
       instruction.
     * functional: pass ``data`` (int8 NCHW, dense: int8 [N, K]) and ``weight`` (int8 OIHW,
       dense: int8 [M, K]); optional ``bias`` (int32 per output channel) and ``residual``
@@ -118,7 +118,7 @@ def simulate(wl, hw, knobs, data=None, weight=None, bias=None, residual=None,
                     output = plan.unpack_output(mach.dram[b0:b1].view(np.int8))
             return finish_result(wl, hw, knobs, cycles, counters, len(prog.insns),
                                  "functional" if functional else "reference", output, prog)
-        from dcoc.vta.fastpath import fast_timing
+        from dcoc.targets.vta.fastpath import fast_timing
 
         cycles, counters, n, _ = fast_timing(plan, tp)
         return finish_result(wl, hw, knobs, cycles, counters, n, "fast")
@@ -133,7 +133,7 @@ def default_knobs(wl, hw, epilogue: Epilogue | None = DEFAULT_EPILOGUE) -> dict[
     Valid means it compiles with ``epilogue`` (the default: VTA's requantization): a
     bias vector and a residual tile take accumulator entries too, so a model layer's
     default must be asked for with its epilogue
-    (:func:`dcoc.vta.report.layer_epilogue`).
+    (:func:`dcoc.targets.vta.report.layer_epilogue`).
 
     conv2d: ``tile_ci`` = 1 for padded convs (one input-channel block per load, as in
     every TopHub schedule; any ``tile_ci`` for unpadded ones) and every (tile_h, tile_w,

@@ -1,5 +1,5 @@
 """The DRAM layout of a VTA layer and its instruction program: :func:`compile_program`
-turns a plan of :mod:`dcoc.vta.compiler` into the instruction stream, micro-op kernels and
+turns a plan of :mod:`dcoc.targets.vta.compiler` into the instruction stream, micro-op kernels and
 DRAM regions the simulator executes."""
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dcoc.vta import isa
-from dcoc.vta.compiler import ConvPlan
-from dcoc.vta.hardware import HWConfig
-from dcoc.vta.isa import COMPUTE_STAGE, LOAD_STAGE, STORE_STAGE
-from dcoc.vta.stream import (
+from dcoc.targets.vta import isa
+from dcoc.targets.vta.compiler import ConvPlan
+from dcoc.targets.vta.hardware import HWConfig
+from dcoc.targets.vta.isa import COMPUTE_STAGE, LOAD_STAGE, STORE_STAGE
+from dcoc.targets.vta.stream import (
     InsnStream,
     PlanError,
 )
@@ -61,7 +61,7 @@ class DramLayout:
 class Program:
     """A compiled instruction stream with its DRAM image description.
 
-    ``insns``: instruction objects (see :mod:`dcoc.vta.isa`); ``uop_words``: the micro-op
+    ``insns``: instruction objects (see :mod:`dcoc.targets.vta.isa`); ``uop_words``: the micro-op
     kernels as 32-bit words, placed at the ``uop`` DRAM region; ``dram``: the region layout;
     ``plan``: the schedule it was compiled from; ``segments``: index of the first instruction
     of each segment (prologue, one per tile iteration, epilogue).

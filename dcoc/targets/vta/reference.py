@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcoc.vta.workloads import Conv2DWorkload, DenseWorkload, Epilogue
+from dcoc.targets.vta.workloads import Conv2DWorkload, DenseWorkload, Epilogue
 
 __all__ = ["reference_conv2d", "reference_dense", "apply_epilogue", "wrap_int32"]
 

@@ -1,6 +1,6 @@
 """The functional VTA machine: SRAM buffers, DRAM and the semantics of LOAD/STORE, GEMM
 and ALU instructions (int8 inputs/weights, int32 accumulators, int8 OUT), executed in
-the timing engine's issue order by :func:`dcoc.vta.simulator.run_program`.  Broken
+the timing engine's issue order by :func:`dcoc.targets.vta.simulator.run_program`.  Broken
 streams raise :class:`~dcoc.errors.SimulationError` (SRAM overflow, DRAM out of
 bounds, micro-op out of range).
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from dcoc.errors import SimulationError
-from dcoc.vta import isa
-from dcoc.vta.hardware import HWConfig
-from dcoc.vta.isa import (
+from dcoc.targets.vta import isa
+from dcoc.targets.vta.hardware import HWConfig
+from dcoc.targets.vta.isa import (
     ALU_ADD,
     ALU_MAX,
     ALU_MIN,

@@ -5,7 +5,7 @@ Chisel ``Decode.scala`` bundles (vta-reference §2): fields are listed from the 
 significant bit; word-1 fields start at bit 64 and no field straddles the 64-bit boundary.
 For configs whose fields would overflow a 64-bit word (large scratchpads) the fields are
 packed contiguously over all 128 bits instead (VTA++'s "relaxed encoding"); see
-:class:`dcoc.vta.hardware.IsaLayout`.
+:class:`dcoc.targets.vta.hardware.IsaLayout`.
 
 Every field is range-checked on encode: a value that does not fit raises
 :class:`~dcoc.errors.IsaError`.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from dcoc.errors import IsaError
-from dcoc.vta.hardware import (
+from dcoc.targets.vta.hardware import (
     ALU_IMM_BITS,
     DRAM_ADDR_BITS,
     OPCODE_BITS,

@@ -1,4 +1,4 @@
-"""VTA search spaces and tasks: the adapter between :mod:`dcoc.vta` and the tuners.
+"""VTA search spaces and tasks: the adapter between :mod:`dcoc.targets.vta` and the tuners.
 
 * :func:`hw_space` -- the hardware knobs (GEMM core and buffer sizes) under a board's
   resource budget.
@@ -23,9 +23,9 @@ import numpy as np
 from dcoc.search.measure import FunctionMeasurer
 from dcoc.search.space import Knob, Space, hardware_space
 from dcoc.search.tuning_task import TuningTask
-from dcoc.vta.hardware import BOARDS, HWConfig
-from dcoc.vta.layer import default_knobs, simulate
-from dcoc.vta.workloads import Conv2DWorkload, conv2d_space, dense_space
+from dcoc.targets.vta.hardware import BOARDS, HWConfig
+from dcoc.targets.vta.layer import default_knobs, simulate
+from dcoc.targets.vta.workloads import Conv2DWorkload, conv2d_space, dense_space
 
 #: hardware knobs in the order the hardware agent sees them, with their default ranges
 HW_RANGES = {
@@ -42,7 +42,7 @@ HW_KNOBS = tuple(HW_RANGES)
 
 def make_hw(values: dict, board) -> "object":
     """HWConfig from hardware-knob values at the board's bus width and the clock the board
-    achieves for that core (:meth:`dcoc.vta.hardware.Board.clock_mhz`)."""
+    achieves for that core (:meth:`dcoc.targets.vta.hardware.Board.clock_mhz`)."""
     hw = HWConfig(**{k: int(values[k]) for k in HW_KNOBS},
                       freq_mhz=board.freq_mhz, bus_bytes=board.bus_bytes)
     # the achievable clock of this core on the board (tree depth, congestion)
@@ -136,7 +136,7 @@ def _dense_features(wl, hw):
 
 def _epilogue(epilogue):
     """``"default"``/None -> VTA's requantization (shift 8, clip); an Epilogue as is."""
-    from dcoc.vta.workloads import DEFAULT_EPILOGUE
+    from dcoc.targets.vta.workloads import DEFAULT_EPILOGUE
 
     return DEFAULT_EPILOGUE if epilogue in (None, "default") else epilogue
 
@@ -146,7 +146,7 @@ def fit_reason(wl, hw, knobs: dict, epilogue="default") -> str | None:
 
     This plans the loop nest (no instruction stream, no simulation): ~0.5 ms.
     """
-    from dcoc.vta.compiler import PlanError, make_plan
+    from dcoc.targets.vta.compiler import PlanError, make_plan
 
     try:
         make_plan(wl, hw, knobs, _epilogue(epilogue))
@@ -182,7 +182,7 @@ def sw_space(wl, hw, epilogue="default") -> Space:
 def workload_key(wl, epilogue="default") -> str:
     """Records key of a VTA workload (the epilogue is part of it unless it is the default)."""
     ep = _epilogue(epilogue)
-    from dcoc.vta.workloads import DEFAULT_EPILOGUE
+    from dcoc.targets.vta.workloads import DEFAULT_EPILOGUE
 
     if ep == DEFAULT_EPILOGUE:
         return f"vta:{wl.name}"
@@ -194,7 +194,7 @@ def vta_task(wl, hw, name: str | None = None, epilogue="default") -> TuningTask:
     """A software-only tuning task: ``wl``'s schedule on the fixed hardware ``hw``.
 
     ``epilogue``: the fused ALU epilogue simulated with every schedule ("default" = shift
-    8 + clip; a model layer's own, :func:`dcoc.vta.report.layer_epilogue`: bias, residual,
+    8 + clip; a model layer's own, :func:`dcoc.targets.vta.report.layer_epilogue`: bias, residual,
     rounding); the fit check and the default schedule count its accumulator use."""
     space = sw_space(wl, hw, epilogue)
 
@@ -250,7 +250,7 @@ def joint_task(wl, board="pynq", ranges: dict | None = None, name: str | None = 
             return reason
         hw = hw_for(cfg)
         sw = {k.name: cfg[k.name] for k in sw_knobs}
-        from dcoc.vta.workloads import check_knobs
+        from dcoc.targets.vta.workloads import check_knobs
 
         return check_knobs(wl, hw, sw) or fit_reason(wl, hw, sw)
 

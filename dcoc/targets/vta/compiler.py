@@ -15,8 +15,8 @@ The stream is what TVM's VTA flow would produce for the TOPI-VTA templates
   shared; on-chip buffers are replicated per thread.  A thread whose tile index is out of
   range in an iteration (non-divisible outer extent) emits nothing for that iteration.
 
-Micro-op kernels, DMA and dependency tokens follow TVM's passes as :mod:`dcoc.vta.stream`
-describes; :mod:`dcoc.vta.program` turns a plan into the program (DRAM layout,
+Micro-op kernels, DMA and dependency tokens follow TVM's passes as :mod:`dcoc.targets.vta.stream`
+describes; :mod:`dcoc.targets.vta.program` turns a plan into the program (DRAM layout,
 instructions, micro-op kernels) the simulator runs.
 
 Schedules that overflow a buffer, the micro-op cache or an ISA field raise
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dcoc.vta.hardware import HWConfig
-from dcoc.vta.isa import COMPUTE_STAGE, LOAD_STAGE, MEM_ACC, MEM_INP, MEM_WGT, STORE_STAGE
-from dcoc.vta.stream import (
+from dcoc.targets.vta.hardware import HWConfig
+from dcoc.targets.vta.isa import COMPUTE_STAGE, LOAD_STAGE, MEM_ACC, MEM_INP, MEM_WGT, STORE_STAGE
+from dcoc.targets.vta.stream import (
     InsnStream,
     PlanError,
     UopKernel,
@@ -43,7 +43,7 @@ from dcoc.vta.stream import (
     check_mem,
     fold_gemm_loops,
 )
-from dcoc.vta.workloads import DEFAULT_EPILOGUE, Conv2DWorkload, DenseWorkload, Epilogue, check_knobs
+from dcoc.targets.vta.workloads import DEFAULT_EPILOGUE, Conv2DWorkload, DenseWorkload, Epilogue, check_knobs
 
 __all__ = ["PlanError", "ConvPlan", "DensePlan", "make_plan", "InsnStream", "UopKernel"]
 

@@ -10,7 +10,7 @@ One timing model for ``dcoc tune``, ``dcoc simulate`` and ``dcoc run``:
   occurrences of one workload that differ in it (ResNet's residual and plain convs) are
   separate layers, tuned separately (names: the task's, plus ``_res`` / ``_nobias``).
 * :func:`simulate_model` times every layer once (the tuned knobs, else
-  :func:`dcoc.vta.default_knobs`) and :func:`model_seconds` sums count x time: the
+  :func:`dcoc.targets.vta.default_knobs`) and :func:`model_seconds` sums count x time: the
   whole-model latency ``dcoc tune`` reports and ``dcoc run`` measures (run times every
   call on the functional simulator, which gives the same cycles).
 * :func:`layer_table` is the per-layer table all three print, with a ``roofline``
@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from dcoc.errors import KnobError, WorkloadError
-from dcoc.vta.hardware import HWConfig
-from dcoc.vta.layer import default_knobs, simulate
-from dcoc.vta.simulator import TimingParams
-from dcoc.vta.workloads import Conv2DWorkload, Epilogue, workload_from_task
+from dcoc.targets.vta.hardware import HWConfig
+from dcoc.targets.vta.layer import default_knobs, simulate
+from dcoc.targets.vta.simulator import TimingParams
+from dcoc.targets.vta.workloads import Conv2DWorkload, Epilogue, workload_from_task
 
 __all__ = ["LayerReport", "ModelReport", "ModelLayer", "simulate_model", "model_layers",
            "model_seconds", "layer_epilogue", "layer_table", "roofline_seconds",

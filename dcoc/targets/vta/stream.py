@@ -1,6 +1,6 @@
 """VTA instruction-stream building blocks: micro-op kernels and the UOP-SRAM cache, the
 per-stage instruction queues with dependence tokens (:class:`InsnStream`, as the
-runtime's ``InsnQueue``), and the DMA region helpers.  :mod:`dcoc.vta.compiler` uses
+runtime's ``InsnQueue``), and the DMA region helpers.  :mod:`dcoc.targets.vta.compiler` uses
 them to lower one operator plan.  The conventions, as TVM's VTA flow has them:
 
 * **Micro-op kernels.**  Like ``FoldUopLoop``: the two outermost non-unit loops of a
@@ -25,8 +25,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from dcoc.vta.hardware import LOOP_ITER_BITS, HWConfig
-from dcoc.vta.isa import (
+from dcoc.targets.vta.hardware import LOOP_ITER_BITS, HWConfig
+from dcoc.targets.vta.isa import (
     ALU_ADD,
     ALU_MAX,
     ALU_MIN,

@@ -67,7 +67,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dcoc.vta.isa import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_WGT
+from dcoc.targets.vta.isa import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_WGT
 
 __all__ = ["DmaTiming", "dma_timing", "reuse_distances", "reuse_profile", "hit_probability",
            "miss_fractions", "cold_start", "L2_STARTS"]

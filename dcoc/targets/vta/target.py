@@ -1,7 +1,7 @@
 """The VTA-style accelerator as a :class:`~dcoc.targets.base.Target`.
 
-A thin wrapper over :mod:`dcoc.vta` (hardware model, compiler, simulator, boards) and
-:mod:`dcoc.vta.spaces` (spaces, tasks, features): nothing here re-implements them.
+A thin wrapper over :mod:`dcoc.targets.vta` (hardware model, compiler, simulator, boards) and
+:mod:`dcoc.targets.vta.spaces` (spaces, tasks, features): nothing here re-implements them.
 """
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ class VTATarget(Target):
     shrink_order = ("tile_h", "tile_co", "tile_w", "tile_b", "tile_ci")
 
     def __init__(self):
-        from dcoc.vta import BOARDS
-        from dcoc.vta.spaces import HW_KNOBS
+        from dcoc.targets.vta import BOARDS
+        from dcoc.targets.vta.spaces import HW_KNOBS
 
         self.boards = BOARDS
         self.hw_knobs = HW_KNOBS
@@ -35,23 +35,23 @@ class VTATarget(Target):
     # ---------------------------------------------------------------- hardware
     def board(self, name):
         if isinstance(name, str):
-            from dcoc.vta import get_board
+            from dcoc.targets.vta import get_board
 
             return get_board(name)
         return name
 
     def hw_space(self, board, ranges=None):
-        from dcoc.vta.spaces import hw_space
+        from dcoc.targets.vta.spaces import hw_space
 
         return hw_space(self.board(board), ranges)
 
     def make_hw(self, values, board):
-        from dcoc.vta.spaces import make_hw
+        from dcoc.targets.vta.spaces import make_hw
 
         return make_hw(values, self.board(board))
 
     def baseline_hw(self, board):
-        from dcoc.vta import HWConfig
+        from dcoc.targets.vta import HWConfig
 
         bd = self.board(board)
         return HWConfig.preset("pynq") if bd.name == "pynq" else bd.default_hw()
@@ -63,7 +63,7 @@ class VTATarget(Target):
     def parse_hw(self, spec, board=None):
         """An HWConfig from a config, a preset or config name (a name without
         ``_<F>MHz_bus<B>`` takes ``board``'s clock and bus), or a dict of HWConfig fields."""
-        from dcoc.vta import HWConfig
+        from dcoc.targets.vta import HWConfig
 
         if spec is None or isinstance(spec, HWConfig):
             return spec
@@ -102,7 +102,7 @@ class VTATarget(Target):
         return layer_from_record(row, self)
 
     def budgets(self, board):
-        from dcoc.vta.hardware import LUT_UTIL_LIMIT
+        from dcoc.targets.vta.hardware import LUT_UTIL_LIMIT
 
         bd = self.board(board)
         return {"bram36": (bd.bram_usable, f"usable BRAM36 ({bd.bram_usable})"),
@@ -117,9 +117,9 @@ class VTATarget(Target):
 
     # ---------------------------------------------------------------- workloads
     def layers(self, tasks):
-        """One layer per task and fused epilogue (:func:`dcoc.vta.report.model_layers`):
+        """One layer per task and fused epilogue (:func:`dcoc.targets.vta.report.model_layers`):
         the residual and the plain occurrences of a workload are tuned separately."""
-        from dcoc.vta.report import model_layers
+        from dcoc.targets.vta.report import model_layers
 
         mls, cpu_tasks = model_layers(tasks)
         layers = [Layer(ml.name, ml.workload, ml.count, ml.kind, epilogue=ml.epilogue)
@@ -130,7 +130,7 @@ class VTATarget(Target):
         return layers, cpu
 
     def workload(self, spec):
-        from dcoc.vta import Conv2DWorkload, DenseWorkload, workload_from_task
+        from dcoc.targets.vta import Conv2DWorkload, DenseWorkload, workload_from_task
 
         if isinstance(spec, (Conv2DWorkload, DenseWorkload)):
             return spec
@@ -139,7 +139,7 @@ class VTATarget(Target):
         return workload_from_task(spec)[0]
 
     def layer(self, workload, name=None):
-        from dcoc.vta import Conv2DWorkload
+        from dcoc.targets.vta import Conv2DWorkload
 
         wl = self.workload(workload)
         return Layer(name or wl.name, wl, 1, "conv2d" if isinstance(wl, Conv2DWorkload) else "dense",
@@ -147,35 +147,35 @@ class VTATarget(Target):
 
     def model_epilogue(self):
         """A model layer's epilogue when none is given: bias, rounding, shift, clip
-        (:data:`dcoc.vta.report.MODEL_EPILOGUE`; :meth:`layers` gives each its own)."""
-        from dcoc.vta.report import MODEL_EPILOGUE
+        (:data:`dcoc.targets.vta.report.MODEL_EPILOGUE`; :meth:`layers` gives each its own)."""
+        from dcoc.targets.vta.report import MODEL_EPILOGUE
 
         return MODEL_EPILOGUE
 
     def describe_epilogue(self, layer):
-        from dcoc.vta.report import epilogue_label
+        from dcoc.targets.vta.report import epilogue_label
 
         return epilogue_label(_epilogue(layer.epilogue))
 
     def workload_key(self, layer):
-        from dcoc.vta.spaces import workload_key
+        from dcoc.targets.vta.spaces import workload_key
 
         return workload_key(layer.workload, layer.epilogue)
 
     def sw_space(self, layer, hw):
-        from dcoc.vta.spaces import sw_space
+        from dcoc.targets.vta.spaces import sw_space
 
         return sw_space(layer.workload, hw, layer.epilogue)
 
     def task(self, layer, hw):
-        from dcoc.vta.spaces import vta_task
+        from dcoc.targets.vta.spaces import vta_task
 
         return vta_task(layer.workload, hw, name=layer.name, epilogue=layer.epilogue)
 
     def default_schedule(self, layer, hw, space=None):
-        """:func:`dcoc.vta.default_knobs` for the layer's epilogue if it is valid in
+        """:func:`dcoc.targets.vta.default_knobs` for the layer's epilogue if it is valid in
         ``space`` (None otherwise)."""
-        from dcoc.vta import default_knobs
+        from dcoc.targets.vta import default_knobs
 
         space = space if space is not None else self.sw_space(layer, hw)
         try:
@@ -190,7 +190,7 @@ class VTATarget(Target):
     def bound_seconds(self, layer, hw):
         """GEMM micro-ops of the padded work (batch, input and output channels rounded up
         to BATCH, BLOCK_IN, BLOCK_OUT), one per cycle."""
-        from dcoc.vta.workloads import _ceil
+        from dcoc.targets.vta.workloads import _ceil
 
         wl = layer.workload
         if layer.kind == "dense":
@@ -204,14 +204,14 @@ class VTATarget(Target):
     def memory_seconds(self, layer, hw):
         """The bytes the layer must move (int8 input, weights, output; int32 bias and
         residual when its epilogue has them) at the memory port's ``bus_bytes`` per cycle
-        (:func:`dcoc.vta.report.roofline_seconds`)."""
-        from dcoc.vta.report import roofline_seconds
+        (:func:`dcoc.targets.vta.report.roofline_seconds`)."""
+        from dcoc.targets.vta.report import roofline_seconds
 
         return roofline_seconds(layer.workload, hw, _epilogue(layer.epilogue),
                                 memory_only=True)
 
     def measurer(self, n_workers=None):
-        from dcoc.vta import VTASimMeasurer
+        from dcoc.targets.vta import VTASimMeasurer
 
         return VTASimMeasurer(n_workers=n_workers)
 
@@ -222,7 +222,7 @@ class VTATarget(Target):
     def sw_union(self, layer, hs):
         from types import SimpleNamespace
 
-        from dcoc.vta import space_for
+        from dcoc.targets.vta import space_for
 
         u = [set() for _ in SLOTS]
         for b in hs.knob("batch").choices:
@@ -243,7 +243,7 @@ class VTATarget(Target):
     def transfer(self, layer, src_hw, src_knobs, hw, space):
         out = super().transfer(layer, src_hw, src_knobs, hw, space) if src_knobs is not None else None
         if out is None:  # the heuristic for the layer's epilogue
-            from dcoc.vta import default_knobs
+            from dcoc.targets.vta import default_knobs
 
             try:
                 out = default_knobs(layer.workload, hw, epilogue=_epilogue(layer.epilogue))
@@ -262,7 +262,7 @@ class VTATarget(Target):
 
 
 def _epilogue(ep):
-    from dcoc.vta.spaces import _epilogue as norm
+    from dcoc.targets.vta.spaces import _epilogue as norm
 
     return norm(ep)
 
@@ -270,9 +270,9 @@ def _epilogue(ep):
 def parse_workload(spec: str):
     """A workload from a CLI spec: ``C2`` (ResNet-18 layer), ``conv:H,W,CI,CO,K,S,P`` or
     ``dense:N,K,M`` (rows, in features, out features)."""
-    import dcoc.vta as vta
+    import dcoc.targets.vta as vta
     from dcoc.errors import DcocError
-    from dcoc.vta.catalogue import RESNET18_CONV, resnet18_layer
+    from dcoc.targets.vta.catalogue import RESNET18_CONV, resnet18_layer
 
     s = spec.strip()
     if s.upper() in RESNET18_CONV:
@@ -299,7 +299,7 @@ def layer_from_record(r: dict, tg):
     """A records row's layer, best effort without ``layers.json`` (VTA workload names): the
     conv2d padding is the one whose MAC count matches the recorded throughput; None if
     unresolvable."""
-    from dcoc.vta.workloads import Conv2DWorkload, DenseWorkload
+    from dcoc.targets.vta.workloads import Conv2DWorkload, DenseWorkload
 
     key = r.get("task", "")
     name = key.split(":")[1] if key.count(":") >= 1 else key
@@ -331,7 +331,7 @@ def layer_from_record(r: dict, tg):
         if macs is not None:
             cands = [c for c in cands if abs(c.macs - macs) <= 1e-3 * macs] or cands[:1]
         kind = "conv2d"
-    from dcoc.vta.report import layer_epilogue
+    from dcoc.targets.vta.report import layer_epilogue
 
     eps = [tg.model_epilogue()] + [layer_epilogue(b, r) for b, r in ((True, True), (False, False),
                                                                     (False, True))]

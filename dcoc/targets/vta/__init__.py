@@ -2,7 +2,7 @@
 
 TVM 0.27 has no VTA, so dcoc ships its own model of it (see ``docs/vta.md``)::
 
-    from dcoc.vta import HWConfig, Conv2DWorkload, simulate, conv2d_space, BOARDS
+    from dcoc.targets.vta import HWConfig, Conv2DWorkload, simulate, conv2d_space, BOARDS
     hw = HWConfig.preset("pynq")
     wl = Conv2DWorkload(batch=1, height=56, width=56, in_channels=64, out_channels=64,
                         kernel=(3, 3), stride=(1, 1), padding=(1, 1))
@@ -13,10 +13,10 @@ TVM 0.27 has no VTA, so dcoc ships its own model of it (see ``docs/vta.md``)::
 Nothing here imports tvm.
 """
 from dcoc.errors import ConfigError, IsaError, KnobError, SimulationError, WorkloadError
-from dcoc.vta.hardware import BOARDS, PRESETS, Board, HWConfig, get_board
-from dcoc.vta.layer import compile_schedule, default_knobs, simulate
-from dcoc.vta.simulator import DEFAULT_TIMING, SimResult, TimingParams
-from dcoc.vta.workloads import (
+from dcoc.targets.vta.hardware import BOARDS, PRESETS, Board, HWConfig, get_board
+from dcoc.targets.vta.layer import compile_schedule, default_knobs, simulate
+from dcoc.targets.vta.simulator import DEFAULT_TIMING, SimResult, TimingParams
+from dcoc.targets.vta.workloads import (
     DEFAULT_EPILOGUE,
     Conv2DWorkload,
     DenseWorkload,
@@ -39,15 +39,15 @@ __all__ = [
 
 def __getattr__(name):  # lazy: model-level helpers and the tuning side
     if name in ("simulate_model", "ModelReport"):
-        from dcoc.vta import report as model
+        from dcoc.targets.vta import report as model
 
         return getattr(model, name)
     if name in ("VTASimMeasurer", "vta_task", "sw_space", "hw_space"):
-        from dcoc.vta import spaces
+        from dcoc.targets.vta import spaces
 
         return getattr(spaces, name)
     if name in ("resnet18_layer", "RESNET18_CONV", "exhaustive"):
-        from dcoc.vta import catalogue
+        from dcoc.targets.vta import catalogue
 
         return getattr(catalogue, name)
-    raise AttributeError(f"module 'dcoc.vta' has no attribute {name!r}")
+    raise AttributeError(f"module 'dcoc.targets.vta' has no attribute {name!r}")
