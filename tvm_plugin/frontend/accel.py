@@ -167,6 +167,14 @@ def _vta_tasks(mod, name: str = "") -> TaskList:
         if isinstance(o, relax.Var):
             users[o].append(None)  # the function output is a use
 
+    anchors = _anchors(nodes, is_const)
+    absorbed, sigs = _epilogues(nodes, users, anchors, is_const)
+    tasks = _aggregate(anchors, sigs)
+    return TaskList(tasks, _cpu_ops(nodes, anchors, absorbed), model=name, target="vta")
+
+
+def _anchors(nodes, is_const) -> dict[int, tuple[str, dict, str]]:
+    """node index -> (kind, workload, device) of every conv2d / matmul the graph holds."""
     anchors: dict[int, tuple[str, dict, str]] = {}  # node index -> (kind, workload, device)
     first_conv_seen = False
     for n in nodes:
@@ -206,8 +214,12 @@ def _vta_tasks(mod, name: str = "") -> TaskList:
                     (len(sa2) > 2 or len(sb2) > 2) else 1
                 wl = dict(batch=int(batch), m=sa2[-2], n=sb2[-1], k=sa2[-1])
                 anchors[n.index] = ("batch_matmul", wl, "vta")
+    return anchors
 
-    # absorb each anchor's elementwise epilogue (bias, folded BN, ReLU/clip, residual add)
+
+def _epilogues(nodes, users, anchors, is_const) -> tuple[set[int], dict[int, tuple[bool, bool]]]:
+    """Absorb each anchor's elementwise epilogue (bias, folded BN, ReLU/clip, residual add):
+    (the absorbed node indices, anchor -> (bias, residual) of its epilogue)."""
     absorbed: set[int] = set()
     sigs: dict[int, tuple[bool, bool]] = {}  # anchor -> (bias, residual) of its epilogue
     for idx in sorted(anchors):
@@ -250,7 +262,11 @@ def _vta_tasks(mod, name: str = "") -> TaskList:
             absorbed.add(u.index)
             cur = u
         sigs[idx] = (bias, residual)
+    return absorbed, sigs
 
+
+def _aggregate(anchors, sigs) -> list[Task]:
+    """One task per distinct (kind, device, workload), counting occurrences and epilogues."""
     agg: dict[tuple, Task] = {}
     for idx in sorted(anchors):
         kind, wl, device = anchors[idx]
@@ -271,7 +287,11 @@ def _vta_tasks(mod, name: str = "") -> TaskList:
                 t.epilogues.append({"bias": bias, "residual": residual, "count": 1})
     tasks = list(agg.values())
     _uniquify(tasks)
+    return tasks
 
+
+def _cpu_ops(nodes, anchors, absorbed) -> list[Task]:
+    """The operators left on the CPU, one task per op kind (count, mean elements)."""
     counts: dict[str, list[int]] = {}
     for n in nodes:
         if n.index in anchors or n.index in absorbed:
@@ -280,6 +300,5 @@ def _vta_tasks(mod, name: str = "") -> TaskList:
         c = counts.setdefault(n.op, [0, 0])
         c[0] += 1
         c[1] += elems
-    cpu_ops = [Task(name=op, kind="other", workload={"elements": tot // cnt}, weight=cnt,
-                    macs=0, device="cpu") for op, (cnt, tot) in counts.items()]
-    return TaskList(tasks, cpu_ops, model=name, target="vta")
+    return [Task(name=op, kind="other", workload={"elements": tot // cnt}, weight=cnt,
+            macs=0, device="cpu") for op, (cnt, tot) in counts.items()]
