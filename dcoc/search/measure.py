@@ -370,21 +370,13 @@ class MemoMeasurer(Measurer):
 def measure_option(measurer: Measurer | None = None, **kwargs) -> dict:
     """AutoTVM-style measure option: ``{"measurer": measurer}`` (default: the default
     target's own measurer, built with ``kwargs``)."""
-    return {"measurer": measurer if measurer is not None else _simulator(**kwargs)}
+    return {"measurer": measurer if measurer is not None else create_measurer("simulator", **kwargs)}
 
 
 # ------------------------------------------------------------------------ registry
-def _simulator(target: str | None = None, n_workers: int | None = None, **kw) -> Measurer:
-    """The target's own measurer (default: the default target's; VTA: the simulator process
-    pool; systolic: its tile-stream simulator)."""
-    from dcoc.targets import get
-
-    return get(target).measurer(n_workers=n_workers, **kw)
-
-
 #: measurer name -> "module:factory" (imported lazily; tvm loads only for "rpc")
 REGISTRY = {
-    "simulator": "dcoc.search.measure:_simulator",
+    "simulator": "dcoc.targets.hooks:target_measurer",   # the target's own measurer
     "table": "dcoc.search.measure:TableMeasurer",
     "function": "dcoc.search.measure:FunctionMeasurer",
     "memo": "dcoc.search.measure:MemoMeasurer",

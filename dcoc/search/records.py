@@ -272,29 +272,21 @@ def _impossible(rec: dict, floors: dict) -> str | None:
     return None
 
 
+#: where the compute bound of a record comes from (``"module:function"``, loaded lazily:
+#: the targets sit above dcoc.search and are never imported here)
+COST_FLOOR = "dcoc.targets.hooks:cost_floor"
+
+
 def _cost_floor(target: str, rec: dict, hw: str):
     """The compute bound (s) of ``rec``'s workload on ``hw``; None when it cannot be told
     (an unknown target, a hardware name or workload this version cannot read)."""
     try:
-        from dcoc.targets import available, get
+        from dcoc.registry import load
 
-        if target not in available():
-            return None
-        tg = get(target)
+        floor = load(COST_FLOOR)
     except Exception:  # noqa: BLE001 - no target registry: nothing to check
         return None
-    try:
-        h = tg.parse_hw(hw)
-    except Exception:  # noqa: BLE001 - a name this version cannot read: nothing to check
-        return None
-    try:
-        layer = tg.layer_from_record({k: v for k, v in rec.items() if k != "info"})
-        if layer is None:
-            return None
-        floor = float(tg.ideal_seconds(layer, h))
-        return floor if math.isfinite(floor) and floor > 0 else None
-    except Exception:  # noqa: BLE001 - best effort
-        return None
+    return floor(target, rec, hw)
 
 
 def _append_whole(path: str, data: bytes) -> None:
