@@ -9,6 +9,7 @@ from functools import lru_cache
 
 from dcoc.errors import DcocError
 from dcoc.targets.systolic.hardware import DMA_SETUP_CYCLES, LAUNCH_CYCLES, SystolicConfig
+from dcoc.targets.timing import compute_seconds
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ def roofline(wl: GemmWorkload, hw: SystolicConfig) -> dict:
     ``memory`` = :meth:`GemmWorkload.min_bytes` / (bus bytes per cycle x clock), ``bound``
     = the larger; ``bytes`` = the minimal traffic."""
     f = hw.freq_mhz * 1e6
-    compute = wl.macs / hw.pes / f
+    compute = compute_seconds(wl.macs, hw.pes, hw.freq_mhz)
     nbytes = wl.min_bytes()
     memory = nbytes / hw.bus_bytes / f
     return {"compute": compute, "memory": memory, "bound": max(compute, memory), "bytes": nbytes}

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dcoc.errors import ConfigError, DcocError
 from dcoc.search.space import Knob, Space, hardware_space
 from dcoc.targets.base import Layer, Target
+from dcoc.targets.catalogue import RESNET18_CONV, resnet18_spec
 from dcoc.targets.systolic.hardware import (
     BOARDS,
     DMA_SETUP_CYCLES,
@@ -22,6 +23,7 @@ from dcoc.targets.systolic.simulator import (
     roofline,
     sw_choices,
 )
+from dcoc.targets.timing import compute_seconds
 
 
 # ------------------------------------------------------------------ the target
@@ -208,7 +210,7 @@ class SystolicTarget(Target):
         return None
 
     def ideal_seconds(self, layer, hw):
-        return layer.workload.macs / hw.pes / (hw.freq_mhz * 1e6)
+        return compute_seconds(layer.workload.macs, hw.pes, hw.freq_mhz)
 
     def bound_seconds(self, layer, hw):
         """The compute bound counting what the array wastes on any schedule: K and N
@@ -328,11 +330,8 @@ def _features(wl: GemmWorkload, hw: SystolicConfig):
 def parse_workload(spec: str) -> GemmWorkload:
     """``gemm:M,K,N``, ``conv:H,W,CI,CO,K,S,P``, ``dense:N,K,M`` or a ResNet-18 layer ``C2``..``C11``."""
     s = spec.strip()
-    from dcoc.targets.vta.catalogue import RESNET18_CONV
-
     if s.upper() in RESNET18_CONV:
-        h, ci, co, k, st, _ = RESNET18_CONV[s.upper()]
-        s = f"conv:{h},{h},{ci},{co},{k},{st},{k // 2}"
+        s = resnet18_spec(s)
     kind, _, nums = s.partition(":")
     try:
         v = [int(x) for x in nums.replace("x", ",").split(",") if x.strip()]

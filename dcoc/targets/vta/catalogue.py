@@ -3,7 +3,8 @@
 Used by ``dcoc tune-task C2``, the ``scripts/`` benchmarks and tests -- never by the
 tuners or drivers themselves.
 
-* :data:`RESNET18_CONV`, :func:`resnet18_layer` -- ResNet-18's VTA conv layers;
+* :func:`resnet18_layer` -- ResNet-18's conv layers (:data:`dcoc.targets.catalogue.RESNET18_CONV`)
+  as VTA workloads;
 * :func:`exhaustive` -- every schedule of a layer simulated once, cached on disk
   (keyed by :func:`timing_model_tag`, so a change of the timing model invalidates it);
   measure with :class:`dcoc.search.measure.TableMeasurer`.
@@ -11,6 +12,7 @@ tuners or drivers themselves.
 from __future__ import annotations
 
 from dcoc.search.space import Space
+from dcoc.targets.catalogue import RESNET18_CONV, resnet18_shape
 from dcoc.targets.vta.layer import simulate
 from dcoc.targets.vta.workloads import Conv2DWorkload
 
@@ -27,25 +29,11 @@ def sw_space(wl, hw, epilogue="default"):
     return sp(wl, hw, epilogue)
 
 
-#: ResNet-18's VTA conv layers C2..C11 (vta-reference §4.2): (H=W, CI, CO, K, S, count)
-RESNET18_CONV = {
-    "C2": (56, 64, 64, 3, 1, 4), "C3": (56, 64, 128, 3, 2, 1), "C4": (56, 64, 128, 1, 2, 1),
-    "C5": (28, 128, 128, 3, 1, 3), "C6": (28, 128, 256, 3, 2, 1), "C7": (28, 128, 256, 1, 2, 1),
-    "C8": (14, 256, 256, 3, 1, 3), "C9": (14, 256, 512, 3, 2, 1), "C10": (14, 256, 512, 1, 2, 1),
-    "C11": (7, 512, 512, 3, 1, 3),
-}
-
-
 def resnet18_layer(name: str):
     """The Conv2DWorkload of ResNet-18 layer ``C2`` .. ``C11``."""
-    from dcoc.errors import DcocError
-
-    key = name.upper() if isinstance(name, str) else None
-    if key not in RESNET18_CONV:
-        raise DcocError(f"unknown ResNet-18 layer '{name}'; choose from {', '.join(RESNET18_CONV)}")
-    h, ci, co, k, s, _ = RESNET18_CONV[key]
+    h, ci, co, k, s, _ = resnet18_shape(name)
     return Conv2DWorkload(batch=1, height=h, width=h, in_channels=ci, out_channels=co,
-                                 kernel=(k, k), stride=(s, s), padding=(k // 2, k // 2))
+                          kernel=(k, k), stride=(s, s), padding=(k // 2, k // 2))
 
 
 def cache_root(name: str) -> str:
@@ -106,3 +94,6 @@ def exhaustive(wl, hw, cache_dir: str | None = None, epilogue="default") -> dict
         json.dump([[list(map(list, k)), v] for k, v in table.items()], f)
     os.replace(tmp, path)
     return table
+
+
+__all__ = ["RESNET18_CONV", "cache_root", "exhaustive", "resnet18_layer", "sw_space", "timing_model_tag"]

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from dcoc.errors import KnobError, WorkloadError
+from dcoc.targets.timing import compute_seconds
+from dcoc.targets.timing import model_seconds as _model_seconds
 from dcoc.targets.vta.hardware import HWConfig
 from dcoc.targets.vta.layer import default_knobs, simulate
 from dcoc.targets.vta.simulator import TimingParams
@@ -131,7 +133,7 @@ def roofline_seconds(wl, hw: HWConfig, epilogue: Epilogue | None = MODEL_EPILOGU
     board's AXI width at the clock).
     """
     f = hw.freq_mhz * 1e6
-    compute = wl.macs / hw.macs_per_cycle / f
+    compute = compute_seconds(wl.macs, hw.macs_per_cycle, hw.freq_mhz)
     if isinstance(wl, Conv2DWorkload):
         n_in = wl.batch * wl.in_channels * wl.height * wl.width
         n_w = wl.out_channels * wl.in_channels * wl.kernel[0] * wl.kernel[1]
@@ -205,13 +207,10 @@ class LayerReport:
 def model_seconds(layers: Iterable) -> float:
     """Whole-model accelerator time: the sum over layers of count x seconds per run (inf
     when a layer has no valid schedule).  ``layers``: :class:`LayerReport` objects or
-    ``(count, seconds)`` pairs.  What ``dcoc tune`` reports and ``dcoc run`` measures."""
-    tot = 0.0
-    for ly in layers:
-        count, sec = (ly.weight, ly.seconds if ly.valid else float("inf")) \
-            if isinstance(ly, LayerReport) else ly
-        tot += count * sec
-    return tot
+    ``(count, seconds)`` pairs (:func:`dcoc.targets.timing.model_seconds`).  What ``dcoc
+    tune`` reports and ``dcoc run`` measures."""
+    return _model_seconds((ly.weight, ly.seconds if ly.valid else float("inf"))
+                          if isinstance(ly, LayerReport) else ly for ly in layers)
 
 
 def layer_table(rows: list[dict]) -> str:

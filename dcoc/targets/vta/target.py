@@ -185,7 +185,9 @@ class VTATarget(Target):
         return k if k is not None and space.is_valid(k) else None
 
     def ideal_seconds(self, layer, hw):
-        return layer.workload.macs / (hw.batch * hw.block_in * hw.block_out) / (hw.freq_mhz * 1e6)
+        from dcoc.targets.timing import compute_seconds
+
+        return compute_seconds(layer.workload.macs, hw.batch * hw.block_in * hw.block_out, hw.freq_mhz)
 
     def bound_seconds(self, layer, hw):
         """GEMM micro-ops of the padded work (batch, input and output channels rounded up
@@ -272,7 +274,8 @@ def parse_workload(spec: str):
     ``dense:N,K,M`` (rows, in features, out features)."""
     import dcoc.targets.vta as vta
     from dcoc.errors import DcocError
-    from dcoc.targets.vta.catalogue import RESNET18_CONV, resnet18_layer
+    from dcoc.targets.catalogue import RESNET18_CONV
+    from dcoc.targets.vta.catalogue import resnet18_layer
 
     s = spec.strip()
     if s.upper() in RESNET18_CONV:
