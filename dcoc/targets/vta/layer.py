@@ -11,7 +11,7 @@ from dcoc.errors import ConfigError, KnobError, WorkloadError
 from dcoc.targets.vta.compiler import PlanError, make_plan
 from dcoc.targets.vta.hardware import HWConfig
 from dcoc.targets.vta.program import compile_program
-from dcoc.targets.vta.simulator import DEFAULT_TIMING, SimResult, TimingParams, check_data, finish_result, run_program
+from dcoc.targets.vta.simulator import DEFAULT_TIMING, SimResult, TimingParams, finish_result, run_program
 from dcoc.targets.vta.workloads import DEFAULT_EPILOGUE, Conv2DWorkload, DenseWorkload, Epilogue, space_for
 
 __all__ = ["simulate", "default_knobs", "compile_schedule"]
@@ -253,3 +253,18 @@ def _iter_space(space):
     names = list(space)
     for combo in itertools.product(*[space[n] for n in names]):
         yield dict(zip(names, combo))
+
+
+def check_data(arr, shape, dtype_kind: str, name: str, dtypes=(np.int8,)):
+    if arr is None:
+        return None
+    a = np.asarray(arr)
+    if tuple(a.shape) != tuple(shape):
+        raise WorkloadError(f"{name} has shape {tuple(a.shape)}, expected {tuple(shape)}")
+    if a.dtype not in [np.dtype(d) for d in dtypes]:
+        if not np.issubdtype(a.dtype, np.integer):
+            raise WorkloadError(f"{name} must be an integer array, got {a.dtype}")
+        info = np.iinfo(dtypes[0])
+        if a.size and (a.min() < info.min or a.max() > info.max):
+            raise WorkloadError(f"{name} values do not fit {np.dtype(dtypes[0]).name}")
+    return a.astype(dtypes[0])

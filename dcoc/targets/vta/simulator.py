@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dcoc.errors import ConfigError, SimulationError, WorkloadError
+from dcoc.errors import ConfigError, SimulationError
 from dcoc.targets.vta import isa
 from dcoc.targets.vta.hardware import HWConfig
 from dcoc.targets.vta.isa import (
@@ -59,6 +59,7 @@ from dcoc.targets.vta.isa import (
     OP_STORE,
 )
 from dcoc.targets.vta.machine import Machine
+from dcoc.targets.vta.races import check_races as check_races_of
 
 __all__ = ["TimingParams", "DEFAULT_TIMING", "SimResult", "run_program", "insn_timing",
            "Engine", "Machine", "COUNTER_KEYS"]
@@ -564,47 +565,5 @@ def run_program(program, tp: TimingParams = DEFAULT_TIMING, arrays: dict | None 
     eng = Engine([tpl], [0], on_exec=on_exec)
     cycles = eng.run()
     if check_races:
-        _check_races(log, insns)
+        check_races_of(log, insns, MODULE_NAMES)
     return cycles, counters, mach
-
-
-def _check_races(log, insns) -> None:
-    """SimulationError when two modules touch overlapping SRAM ranges of the same buffer
-    at overlapping times with at least one write (a missing dependency token)."""
-    by_buf: dict = {}
-    for rec in log:
-        by_buf.setdefault(rec[0], []).append(rec)
-    for buf, recs in by_buf.items():
-        writers = [r for r in recs if r[6]]
-        if not writers:
-            continue
-        recs.sort(key=lambda r: r[2])
-        active: list = []
-        for r in recs:
-            active = [a for a in active if a[3] > r[2]]
-            for a in active:
-                if a[1] == r[1] or not (a[6] or r[6]):
-                    continue
-                if a[4] < r[5] and r[4] < a[5]:
-                    w, o = (a, r) if a[6] else (r, a)
-                    raise SimulationError(
-                        f"SRAM race on {buf}[{max(a[4], r[4])}..{min(a[5], r[5])}): "
-                        f"{MODULE_NAMES[w[1]]} writes ({insns[w[7]]}) while "
-                        f"{MODULE_NAMES[o[1]]} {'writes' if o[6] else 'reads'} ({insns[o[7]]}) "
-                        f"in cycles {max(a[2], r[2])}..{min(a[3], r[3])} (missing dependency token?)")
-            active.append(r)
-
-
-def check_data(arr, shape, dtype_kind: str, name: str, dtypes=(np.int8,)):
-    if arr is None:
-        return None
-    a = np.asarray(arr)
-    if tuple(a.shape) != tuple(shape):
-        raise WorkloadError(f"{name} has shape {tuple(a.shape)}, expected {tuple(shape)}")
-    if a.dtype not in [np.dtype(d) for d in dtypes]:
-        if not np.issubdtype(a.dtype, np.integer):
-            raise WorkloadError(f"{name} must be an integer array, got {a.dtype}")
-        info = np.iinfo(dtypes[0])
-        if a.size and (a.min() < info.min or a.max() > info.max):
-            raise WorkloadError(f"{name} values do not fit {np.dtype(dtypes[0]).name}")
-    return a.astype(dtypes[0])
