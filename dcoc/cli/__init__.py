@@ -168,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "_run", None):
             parser.print_help()
             return EXIT_BAD_INPUT
+        if getattr(args, "_check", None):  # flags checked against each other (--board vs --target)
+            args._check(args)
         rc = int(args._run(args) or 0)
         if got_sigint:
             raise KeyboardInterrupt

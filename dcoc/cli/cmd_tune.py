@@ -61,14 +61,9 @@ examples:
 def add_arguments(parser) -> None:
     add_model_arguments(parser)
     add_target_argument(parser)
-    from dcoc.cli.options import add_tuner_argument, int_at_least, worker_count
-    from dcoc.targets import available, get
+    from dcoc.cli.options import add_board_argument, add_tuner_argument, int_at_least, worker_count
 
-    boards = list(dict.fromkeys(b for t in available() for b in get(t).boards))
-    parser.add_argument("--board", default=None, choices=boards,
-                        help="accelerator targets: FPGA resource budget and clock/bus (default: the "
-                             "target's first board: " + ", ".join(f"{t} {get(t).default_board}"
-                                                                  for t in available()) + ")")
+    add_board_argument(parser, "accelerator targets: FPGA resource budget and clock/bus")
     parser.add_argument("--trials", type=int_at_least(1), default=2000,
                         help="measurement budget: simulations (vta) or builds+runs (default: 2000)")
     parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",

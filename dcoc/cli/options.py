@@ -3,7 +3,8 @@
 ``add_model_arguments(parser)`` adds ``MODEL`` and ``--input-shape``;
 ``parse_input_shapes(args.input_shape)`` turns the repeated ``NAME:D0,D1,...`` flags into
 the ``input_shapes`` dict that :func:`tvm_plugin.frontend.load` takes;
-``add_target_argument(parser)`` adds ``--target``.  Nothing here imports TVM.
+``add_target_argument(parser)`` adds ``--target`` and ``add_board_argument(parser, help)``
+``--board``, checked against it.  Nothing here imports TVM, numpy or a target.
 
 Output conventions shared by every command (reuse them in new commands):
 
@@ -28,7 +29,7 @@ import sys
 
 from dcoc.errors import ModelError
 from dcoc.results.text import render_table  # noqa: F401 - the commands' table format
-from dcoc.targets.registry import DEFAULT_TARGET
+from dcoc.targets.registry import BOARD_NAMES, DEFAULT_TARGET
 
 MODEL_HELP = ("an ONNX file, a zoo model (resnet18, mobilenetv2, vgg16, transformer) or one of "
               "the light_* models shipped with onnx (e.g. light_resnet50); `dcoc models` "
@@ -55,6 +56,38 @@ def add_target_argument(parser: argparse.ArgumentParser, default: str = DEFAULT_
     """Add ``--target`` (default: the default accelerator target)."""
     parser.add_argument("--target", default=default, metavar="TARGET",
                         help=f"{TARGET_HELP} (default: {default})")
+
+
+def add_board_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    """Add ``--board BOARD``, checked against ``--target`` right after parsing (one-line
+    error naming the target's boards, exit 2; :func:`check_board`).  The names come from
+    :data:`dcoc.targets.registry.BOARD_NAMES`: no target is imported."""
+    boards = "; ".join(f"{t}: {names[0]} (default), {', '.join(names[1:])}" if len(names) > 1
+                       else f"{t}: {names[0]}" for t, names in BOARD_NAMES.items())
+    parser.add_argument("--board", default=None, metavar="BOARD", help=f"{help} ({boards})")
+
+    def check(args):  # run by dcoc.cli.main right after parsing
+        msg = check_board(args)
+        if msg:
+            parser.error(msg)  # "dcoc: error: ... (see 'dcoc tune --help')", exit 2
+
+    parser.set_defaults(_check=check)
+
+
+def check_board(args) -> str | None:
+    """``--board`` against ``--target``: an accelerator target takes its own boards; another
+    target (llvm, cuda) ignores the board but takes only a name some accelerator has."""
+    board = getattr(args, "board", None)
+    if board is None:
+        return None
+    target = str(getattr(args, "target", DEFAULT_TARGET)).strip().lower()
+    if target in BOARD_NAMES:
+        names, whose = BOARD_NAMES[target], f" for --target {target}"
+    else:
+        names, whose = tuple(dict.fromkeys(b for n in BOARD_NAMES.values() for b in n)), ""
+    if board in names:
+        return None
+    return f"argument --board: invalid choice: '{board}'{whose} (choose from {', '.join(names)})"
 
 
 class _DeprecatedAlias(argparse.Action):

@@ -11,7 +11,17 @@ Adding a target = one module with a :class:`Target` subclass + one line in
 """
 from __future__ import annotations
 
-from dcoc.targets.base import Layer, Target
 from dcoc.targets.registry import DEFAULT_TARGET, REGISTRY, available, boards, get, is_accelerator
+
+
+def __getattr__(name):
+    # Layer and Target on first use: dcoc.targets.base imports numpy, and reading the
+    # registry (``dcoc tune --help``) must not
+    if name in ("Layer", "Target"):
+        from dcoc.targets import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["DEFAULT_TARGET", "Layer", "REGISTRY", "Target", "available", "boards", "get", "is_accelerator"]

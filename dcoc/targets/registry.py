@@ -12,6 +12,14 @@ REGISTRY = {
 #: the accelerator target used when none is named
 DEFAULT_TARGET = "vta"
 
+#: name -> its board names, the default board first: what ``dcoc tune --help`` and the
+#: ``--board`` check read without importing a target (tests/api/test_cli_board.py checks
+#: it against each target's board table)
+BOARD_NAMES = {
+    "vta": ("pynq", "ultra96", "zcu104"),
+    "systolic": ("arty-a7", "kv260"),
+}
+
 _CACHE: dict = {}
 
 
@@ -48,4 +56,4 @@ def _is_target(obj) -> bool:
     return not isinstance(obj, (str, dict)) and hasattr(obj, "hw_space") and hasattr(obj, "sw_space")
 
 
-__all__ = ["DEFAULT_TARGET", "REGISTRY", "available", "boards", "get", "is_accelerator"]
+__all__ = ["BOARD_NAMES", "DEFAULT_TARGET", "REGISTRY", "available", "boards", "get", "is_accelerator"]

@@ -12,9 +12,12 @@ everywhere.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from dcoc.errors import DcocError
-from dcoc.tuners.tuner import Tuner
+
+if TYPE_CHECKING:
+    from dcoc.tuners.tuner import Tuner
 
 #: name -> "module:Class" (imported lazily: torch/xgboost load only when used)
 REGISTRY = {
@@ -62,6 +65,16 @@ DEFAULT = "surrogate"
 DCOC_FAMILY = ("surrogate", "dcoc", "dcoc-frozen")
 
 
+def __getattr__(name):
+    # ``Tuner`` on first use: the base class imports numpy (dcoc.search), and listing the
+    # names (``dcoc tune --help``) must not
+    if name == "Tuner":
+        from dcoc.tuners.tuner import Tuner
+
+        return Tuner
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def names() -> list[str]:
     return list(REGISTRY)
 
@@ -85,6 +98,8 @@ def parse(spec) -> tuple[str, dict]:
 
 def get_tuner(name) -> type:
     """The tuner class for a name (or a Tuner subclass, returned as is)."""
+    from dcoc.tuners.tuner import Tuner
+
     if isinstance(name, type) and issubclass(name, Tuner):
         return name
     from dcoc.registry import load, lookup
