@@ -4,7 +4,9 @@
   lazy ones inside functions too);
 * no library module imports the command line (``dcoc.cli``);
 * only tvm_plugin imports TVM;
-* ``dcoc --help`` imports neither TVM nor torch.
+* ``dcoc --help`` and the commands' help import no heavy library (numpy, scipy, xgboost,
+  torch, TVM);
+* ``python -m dcoc`` is the ``dcoc`` command.
 """
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import ast
 import os
 import subprocess
 import sys
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = {"dcoc": "dcoc", "tvm_plugin": "tvm_plugin", "models": "dcoc_models"}
@@ -114,11 +118,53 @@ def test_only_tvm_plugin_imports_tvm():
     assert bad == []
 
 
-def test_help_imports_neither_tvm_nor_torch():
+HEAVY = ("numpy", "scipy", "xgboost", "torch", "tvm", "onnx", "onnxruntime", "matplotlib")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["tune", "--help"], ["tune-task", "--help"], []])
+def test_help_imports_no_heavy_library(argv):
+    """``dcoc --help`` and a command's help list names only: no numpy, scipy, xgboost,
+    torch or TVM (the board names come from the targets registry's static table)."""
     code = ("import sys, contextlib, io\nfrom dcoc.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
-            "    try:\n        main(['tune', '--help'])\n    except SystemExit:\n        pass\n"
-            "print(sorted(m for m in ('tvm', 'torch', 'xgboost', 'onnxruntime') if m in sys.modules))")
+            f"    try:\n        main({argv!r})\n    except SystemExit:\n        pass\n"
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_python_m_dcoc_is_the_dcoc_command():
+    run = [sys.executable, "-m", "dcoc"]
+    r = subprocess.run(run + ["--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("usage: dcoc ") and "tune-task" in r.stdout and "exit status:" in r.stdout
+    r = subprocess.run(run + ["--version"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith("dcoc "), r.stderr
+    r = subprocess.run(run + ["tune", "m", "--board", "kv260"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("dcoc: error: argument --board") and len(r.stderr.splitlines()) == 1
+
+
+def test_python_m_dcoc_ctrl_c_is_one_line_exit_130(tmp_path):
+    import signal
+    import time
+
+    p = subprocess.Popen([sys.executable, "-m", "dcoc", "tune", "resnet18", "--trials", "3000",
+                          "--tuner", "random", "--workers", "0", "--work-dir", str(tmp_path / "wd"),
+                          "-q"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        time.sleep(1.0)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    if p.returncode == 0:
+        pytest.skip("the run ended before Ctrl-C")
+    assert p.returncode in (130, -signal.SIGINT), (p.returncode, err)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("dcoc: interrupted"), err
