@@ -32,6 +32,10 @@ critic's value estimates via GAE, an entropy bonus, one Adam optimizer over all 
 and gradient clipping.  This is the MAPPO recipe (Yu et al., 2022, "The Surprising
 Effectiveness of PPO in Cooperative Multi-Agent Games") applied to the DCOC setting
 (Fayyazi et al., arXiv 2407.08192: three actor-critic agents under CTDE).
+
+The ``rl`` and ``chameleon`` baselines keep their own single-agent PPO
+(:mod:`dcoc.tuners.rl_tuner`: CHAMELEON's network, walks and rewards); its docstring says
+why it is not this class.
 """
 from __future__ import annotations
 

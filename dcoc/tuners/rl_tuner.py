@@ -50,6 +50,32 @@ Every hyperparameter lives once in :class:`PPOConfig`.  One seed: torch weights 
 local ``torch.Generator`` seeded with ``child_seed(seed, ...)``, action sampling and
 minibatch draws from a numpy Generator derived from the same seed; torch runs with one
 thread inside the optimizer (restored afterwards).
+
+Why this is not :mod:`dcoc.method.mappo`: that module is DCOC's own method (several agents
+under centralized training, decentralized execution); this one reproduces a *baseline*,
+CHAMELEON's single agent, and must stay what CHAMELEON ran.  The two share only the PPO
+clipped objective with GAE; everything the comparison depends on differs:
+
+=====================  ==========================================  ===========================================
+                       ``rl`` / ``chameleon`` (here)               ``dcoc`` (:class:`dcoc.method.mappo.MAPPO`)
+=====================  ==========================================  ===========================================
+agents                 one policy over every knob                  one actor per knob group + a central critic
+observation            knob positions / sizes                      own knobs, context, ``t/T``, current score
+network                per-knob Dense(3) heads with temperature    plain 2-layer MLPs, orthogonal init
+                       0.1, glorot init, 3-layer value net
+walk                   until 75% of knobs saturated/unchanged      a fixed ``walk_length``; moves off the ends
+                       (or 500 steps); moves clipped at the ends;  masked; a move into an invalid config is
+                       constraints only filter the plan            undone and penalised
+reward                 the cost model's predicted score            throughput normalized by the best measured
+update                 after each group of walks; minibatches      after each round; permuted minibatches,
+                       drawn with replacement, no grad clipping    gradient clipping
+random streams         numpy inverse-CDF action draws              ``torch.multinomial`` with a torch Generator
+=====================  ==========================================  ===========================================
+
+Folding this onto :class:`~dcoc.method.mappo.MAPPO` (one agent owning every knob) would
+change the network, the walks, the rewards and the random streams, hence every ``rl`` and
+``chameleon`` result for a seed; the baselines of docs/RESULTS.md would no longer be
+CHAMELEON's.
 """
 from __future__ import annotations
 
