@@ -1,30 +1,42 @@
 """The hardware-target interface: what tuners, co-design drivers, records and the CLI
 need to know about an accelerator template -- and nothing else.
 
-A target owns
+A target implements eight methods (the rest have working defaults built on them):
 
-* its **boards** (resource budgets; :attr:`Target.boards`, declared in the target module);
-* the **hardware space** of a board (:meth:`Target.hw_space`, :meth:`Target.make_hw`):
-  hardware knobs whose values fit the board; a hardware config has a unique ``.name``;
-* the **schedule space** of a workload on a hardware config (:meth:`Target.sw_space`,
-  :meth:`Target.task`) and its **default schedule** (:meth:`Target.default_schedule`);
-* how to **measure** (:meth:`Target.measurer`: a :class:`dcoc.search.Measurer`);
-* **resources** of a config on a board and the compute-bound **ideal** time of a layer;
-* the helpers DCOC's co-design uses to move a schedule between hardware configs
-  (:meth:`Target.sw_union`, :meth:`Target.slot`, :meth:`Target.transfer`,
-  :meth:`Target.descriptor`).
+=================  =====================================================================
+``make_hw``        hardware-knob values on a board -> a hardware config (a dataclass with
+                   ``name``, ``freq_mhz``, ``bus_bytes`` and the knobs as fields)
+``violations``     why a config does not fit a board (``[]``: it fits)
+``resources``      ``{"bram36", "dsp", "lut", ...}`` of a config on a board
+``workload``       a workload from a ``dcoc.tasks.Task``, a CLI spec string or an object
+``workload_key``   the records key of a layer's workload
+``sw_space``       the :class:`dcoc.search.Space` of a layer's schedules on a config
+``ideal_seconds``  the compute-bound lower bound of a layer on a config
+``measurer``       the :class:`dcoc.search.Measurer` that times a schedule
+=================  =====================================================================
 
-Implementations: :class:`dcoc.targets.vta.target.VTATarget`, :class:`dcoc.targets.systolic.SystolicTarget`.
+and sets :attr:`~HardwareHalf.boards` (objects with ``name``, ``default_hw()``,
+``bram36``, ``dsp``, ``lut``), :attr:`~HardwareHalf.default_board`,
+:attr:`~HardwareHalf.hw_knobs`, :attr:`~HardwareHalf.hw_ranges` (or overrides
+``hw_space``) and :attr:`~ScheduleHalf.slots` (the schedule knob names).  Overriding a
+default refines it: ``default_schedule`` (a heuristic), ``bound_seconds`` /
+``memory_seconds`` (tighter bounds), ``sw_union``, ``descriptor``, ``transfer`` /
+``scale_knob`` (moving a schedule between configs), ``parse_hw`` (config names).
+
+Implementations: :class:`dcoc.targets.vta.target.VTATarget`,
+:class:`dcoc.targets.systolic.SystolicTarget`; a minimal one is docs/extending.md.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 from dcoc.errors import ConfigError
 from dcoc.targets.registry import DEFAULT_TARGET
+from dcoc.targets.timing import cycles as _cycles
+from dcoc.targets.timing import roofline_fraction
 
 
 @dataclass
@@ -67,16 +79,17 @@ class Layer:
 class HardwareHalf:
     """The hardware half of a target: boards, the hardware space of a board, a config's
     resources and fit.  Subclasses set :attr:`boards`, :attr:`default_board`,
-    :attr:`hw_knobs`, :attr:`core_knobs` (and :attr:`fit_knobs` where it holds) and
-    implement ``hw_space``, ``make_hw``, ``parse_hw``, ``violations``, ``resources``,
-    ``budgets``.
+    :attr:`hw_knobs`, :attr:`hw_ranges`, :attr:`core_knobs` (and :attr:`fit_knobs` where it
+    holds) and implement ``make_hw``, ``violations``, ``resources``.
     """
 
-    #: board name -> board object (with ``name`` and ``default_hw()``)
+    #: board name -> board object (with ``name``, ``default_hw()``, ``bram36``, ``dsp``, ``lut``)
     boards: dict = {}
     default_board = ""
     #: hardware knob names, in the order DCOC's hardware agent sees them
     hw_knobs: tuple = ()
+    #: hardware knob -> its choices (the default :meth:`hw_space`)
+    hw_ranges: dict = {}
     #: the hardware knobs that set the compute core's shape (``sweep``: one config per shape)
     core_knobs: tuple = ()
     #: the hardware knobs that only decide which schedules *fit* (on-chip buffer sizes): a
@@ -86,29 +99,64 @@ class HardwareHalf:
     fit_knobs: tuple = ()
 
     # ---------------------------------------------------------------- to implement
-    def hw_space(self, board, ranges: dict | None = None):
-        """:class:`dcoc.search.Space` of the hardware knobs that fit ``board``."""
-        raise NotImplementedError
-
     def make_hw(self, values: dict, board):
         """The hardware config of hardware-knob ``values`` on ``board``."""
         raise NotImplementedError
 
-    def parse_hw(self, spec, board=None):
-        """A hardware config from a config object, a name/preset string or a dict."""
-        raise NotImplementedError
-
     def violations(self, hw, board) -> list[str]:
+        """Why ``hw`` does not fit ``board``, one phrase each (empty: it fits)."""
         raise NotImplementedError
 
     def resources(self, hw, board) -> dict:
-        """Resource estimate of ``hw`` on ``board`` (for the result and the CLI)."""
+        """Resource estimate of ``hw`` on ``board`` (for the result and the CLI): at least
+        ``bram36``, ``dsp`` and ``lut`` (the Pareto front's axes)."""
         raise NotImplementedError
+
+    # ---------------------------------------------------------------- defaults
+    def hw_space(self, board, ranges: dict | None = None):
+        """:class:`dcoc.search.Space` of the hardware knobs that fit ``board``: the choices
+        of ``ranges`` (default :attr:`hw_ranges`) with :meth:`violations` as the
+        constraint; the space keeps the board as ``.board``."""
+        from dcoc.search.space import hardware_space
+
+        bd = self.board(board)
+        ranges = ranges or self.hw_ranges
+        if not ranges:
+            raise NotImplementedError(f"target {self.name} sets no hw_ranges and no hw_space")
+        space = hardware_space({k: ranges[k] for k in self.hw_knobs},
+                               lambda cfg: self.violations(self.make_hw(cfg, bd), bd), bd,
+                               f"{self.name}[{bd.name}]")
+        space.board = bd
+        return space
+
+    def parse_hw(self, spec, board=None):
+        """A hardware config from a config object, a config name or a dict (its hardware
+        knobs are made on ``board``, default :attr:`default_board`).  Default: a name is
+        looked up among the feasible configs of ``board`` (of every board without one)."""
+        if spec is None or not isinstance(spec, (str, dict)):
+            if spec is not None and not hasattr(spec, "name"):
+                raise ConfigError(f"{self.name} hardware must be a config, a name or a dict, "
+                                  f"got {type(spec).__name__}")
+            return spec
+        if isinstance(spec, dict):
+            missing = [k for k in self.hw_knobs if k not in spec]
+            if missing:
+                raise ConfigError(f"bad {self.name} hardware dict: no {', '.join(missing)}")
+            return self.make_hw(spec, self.board(self.default_board if board is None else board))
+        bds = [self.board(board)] if board is not None else list(self.boards.values())
+        for bd in bds:
+            for hw in self.feasible_hw(bd):
+                if hw.name == spec.strip():
+                    return hw
+        raise ConfigError(f"unknown {self.name} hardware '{spec}' (not a config that fits "
+                          f"{' or '.join(b.name for b in bds)})")
 
     def budgets(self, board) -> dict:
         """``{resource: (limit, label)}`` of the board for the keys :meth:`resources` reports
-        (the Pareto plot's budget lines)."""
-        raise NotImplementedError
+        (the Pareto plot's budget lines).  Default: the board's ``bram36``, ``dsp``, ``lut``."""
+        bd = self.board(board)
+        return {k: (getattr(bd, k), f"{'BRAM36' if k == 'bram36' else k.upper()} ({getattr(bd, k)})")
+                for k in ("bram36", "dsp", "lut")}
 
     # ---------------------------------------------------------------- provided
     def board(self, name):
@@ -153,8 +201,6 @@ class HardwareHalf:
         (None when the target declares none).  Two configs with one key are a *timing class*."""
         if not self.fit_knobs:
             return None
-        from dataclasses import fields
-
         return tuple((f.name, getattr(hw, f.name)) for f in fields(hw)
                      if f.init and f.name not in self.fit_knobs)
 
@@ -176,9 +222,8 @@ class ScheduleHalf:
     """The schedule half of a target: a model's layers, each layer's schedule space on a
     hardware config, its default schedule, how to measure it, and what DCOC's co-design
     needs to move a schedule between configs.  Subclasses set :attr:`slots` (and
-    :attr:`shrink_order`) and implement ``layers``, ``workload``, ``layer``,
-    ``workload_key``, ``sw_space``, ``task``, ``default_schedule``, ``ideal_seconds``,
-    ``measurer``, ``sw_union``, ``descriptor``.
+    :attr:`shrink_order`) and implement ``workload``, ``workload_key``, ``sw_space``,
+    ``ideal_seconds``, ``measurer``.
     """
 
     #: how messages name the accelerator ("model X has no layer VTA can run")
@@ -188,35 +233,21 @@ class ScheduleHalf:
     #: knobs :meth:`transfer` shrinks, first first
     shrink_order: tuple = ()
     #: which accelerator extraction of ``tvm_plugin.frontend.model_tasks`` gives the layers
-    #: (conv2d / dense workloads, the rest left on the CPU)
+    #: (conv2d / dense workloads marked with this device, the rest left on the CPU)
     frontend_target = "vta"
 
     # ---------------------------------------------------------------- to implement
-    def layers(self, tasks) -> tuple[list[Layer], list]:
-        """Model tasks -> (accelerator layers, CPU layers ``[(name, kind, count)]``)."""
-        raise NotImplementedError
-
     def workload(self, spec):
-        """A workload from an object or a CLI spec (``tune-task``)."""
-        raise NotImplementedError
-
-    def layer(self, workload, name: str | None = None) -> Layer:
-        """A single-workload layer (``tune_task``)."""
+        """A workload from a ``dcoc.tasks.Task`` (:meth:`layers`), an object or a CLI spec
+        (``tune-task``)."""
         raise NotImplementedError
 
     def workload_key(self, layer: Layer) -> str:
+        """The records key of ``layer``'s workload (stable across runs)."""
         raise NotImplementedError
 
     def sw_space(self, layer: Layer, hw):
         """:class:`dcoc.search.Space` of ``layer``'s schedules on ``hw``."""
-        raise NotImplementedError
-
-    def task(self, layer: Layer, hw):
-        """A software-only :class:`dcoc.search.TuningTask` of ``layer`` on ``hw``."""
-        raise NotImplementedError
-
-    def default_schedule(self, layer: Layer, hw, space=None) -> dict | None:
-        """The target's heuristic schedule if it is valid (else None)."""
         raise NotImplementedError
 
     def ideal_seconds(self, layer: Layer, hw) -> float:
@@ -227,13 +258,77 @@ class ScheduleHalf:
         """The default measurer of this target (a :class:`dcoc.search.Measurer`)."""
         raise NotImplementedError
 
+    # ---------------------------------------------------------------- defaults
+    def layers(self, tasks) -> tuple[list[Layer], list]:
+        """Model tasks -> (accelerator layers, CPU layers ``[(name, kind, count)]``).
+        Default: one layer per task of device :attr:`frontend_target` (its workload by
+        :meth:`workload`; a batch_matmul counts its batch as repeats), the rest and the
+        tasks' ``cpu_ops`` on the CPU."""
+        layers, cpu = [], []
+        for t in tasks:
+            if getattr(t, "device", self.frontend_target) != self.frontend_target:
+                cpu.append((t.name, t.kind, int(t.weight)))
+                continue
+            wl = self.workload(t)
+            reps = int(t.workload.get("batch", 1)) if t.kind == "batch_matmul" else 1
+            layers.append(Layer(t.name, wl, int(t.weight) * reps, "conv2d" if t.kind == "conv2d" else "dense",
+                                epilogue=None, target=self.name))
+        for t in getattr(tasks, "cpu_ops", []) or []:
+            cpu.append((t.name, t.kind, int(t.weight)))
+        return layers, cpu
+
+    def layer(self, workload, name: str | None = None) -> Layer:
+        """A single-workload layer (``tune_task``); its kind is the workload's ``kind``
+        (default ``dense``)."""
+        wl = self.workload(workload)
+        return Layer(name or wl.name, wl, 1, getattr(wl, "kind", "dense"), epilogue=None,
+                     target=self.name)
+
+    def task(self, layer: Layer, hw):
+        """A software-only :class:`dcoc.search.TuningTask` of ``layer`` on ``hw``: its
+        :meth:`sw_space`, payload ``{"workload", "hw"}`` for the measurer, the default
+        schedule as the task's default."""
+        from dcoc.search.tuning_task import TuningTask
+
+        wl = layer.workload
+        space = self.sw_space(layer, hw)
+        return TuningTask(name=layer.name, space=space, target=self.name,
+                          workload_key=self.workload_key(layer),
+                          flop=float(wl.flops if hasattr(wl, "flops") else 2 * wl.macs),
+                          hw_name=hw.name, payload={"workload": wl, "hw": hw},
+                          defaults=lambda: [d for d in [self.default_schedule(layer, hw, space)] if d])
+
+    def default_schedule(self, layer: Layer, hw, space=None) -> dict | None:
+        """The target's heuristic schedule if it is valid (else None).  Default: the first
+        valid point of the space."""
+        space = space if space is not None else self.sw_space(layer, hw)
+        for k in space:
+            if space.is_valid(k):
+                return k
+        return None
+
     def sw_union(self, layer: Layer, hw_space) -> list[tuple]:
-        """Per slot, the union of ``layer``'s knob choices over the hardware options."""
-        raise NotImplementedError
+        """Per slot, the union of ``layer``'s knob choices over the hardware options.
+        Default: over one feasible config per :attr:`core_knobs` shape of ``hw_space``
+        (on its ``.board``, else :attr:`default_board`)."""
+        bd = self.board(getattr(hw_space, "board", None) or self.default_board)
+        u: list[set] = [set() for _ in self.slots]
+        seen = set()
+        for cfg in hw_space:
+            shape = tuple(cfg[k] for k in (self.core_knobs or self.hw_knobs))
+            if shape in seen or not hw_space.is_valid(cfg):
+                continue
+            seen.add(shape)
+            for knob in self.sw_space(layer, self.make_hw(cfg, bd)).knobs:
+                u[self.slot(layer, knob.name)].update(knob.choices)
+        return [tuple(sorted(s)) if s else (1,) for s in u]
 
     def descriptor(self, layer: Layer) -> list[float]:
-        """Up to 12 numbers describing the workload (DCOC's agents' context)."""
-        raise NotImplementedError
+        """Up to 12 numbers describing the workload (DCOC's agents' context).  Default: the
+        workload's numeric dataclass fields."""
+        wl = layer.workload
+        vals = [getattr(wl, f.name) for f in fields(wl)] if hasattr(wl, "__dataclass_fields__") else []
+        return [float(v) for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)][:12]
 
     # ---------------------------------------------------------------- provided
     def bound_seconds(self, layer: Layer, hw) -> float:
@@ -260,10 +355,11 @@ class ScheduleHalf:
         """Fraction of the roofline bound reached in ``seconds`` (0 when not finite)."""
         if not seconds or not math.isfinite(seconds):
             return 0.0
-        return self.roofline_seconds(layer, hw) / seconds
+        return roofline_fraction(self.roofline_seconds(layer, hw), seconds)
 
     def cycles(self, seconds: float, hw) -> int:
-        return int(round(seconds * hw.freq_mhz * 1e6))
+        """``seconds`` in cycles of ``hw``'s clock."""
+        return _cycles(seconds, hw.freq_mhz)
 
     def slot(self, layer: Layer, knob: str) -> int:
         """Index in :attr:`slots` of a schedule knob of ``layer``."""
@@ -310,11 +406,6 @@ class ScheduleHalf:
 
     def layer_from_record(self, row: dict) -> Layer | None:
         """A records row's layer when its run left no ``layers.json`` (None: cannot tell)."""
-        return None
-
-    def model_runner(self, result, input_shapes=None):
-        """A callable running the whole tuned model of ``result`` (a TuneResult) on this
-        target, ``inputs -> outputs``; None when the target cannot run models."""
         return None
 
 

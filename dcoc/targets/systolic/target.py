@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dcoc.errors import ConfigError, DcocError
-from dcoc.search.space import Knob, Space, hardware_space
+from dcoc.search.space import Knob, Space
 from dcoc.targets.base import Layer, Target
 from dcoc.targets.catalogue import RESNET18_CONV, resnet18_spec
 from dcoc.targets.systolic.hardware import (
@@ -35,19 +35,13 @@ class SystolicTarget(Target):
     default_board = "arty-a7"
     boards = BOARDS
     hw_knobs = HW_KNOBS
+    hw_ranges = HW_RANGES
     core_knobs = ("rows", "cols", "weight_double_buffer")   # the PE array and its weight registers
     slots = ("tile_m", "tile_k", "tile_n", "order", "double_buffer")
     shrink_order = ("tile_m", "tile_k", "tile_n")
     frontend_target = "vta"   # the accelerator extraction: conv2d / dense on the array, rest on CPU
 
     # ---------------------------------------------------------------- hardware
-    def hw_space(self, board, ranges=None):
-        bd = self.board(board)
-        ranges = ranges or HW_RANGES
-        return hardware_space({k: ranges[k] for k in HW_KNOBS},
-                              lambda cfg: self.violations(self.make_hw(cfg, bd), bd), bd,
-                              f"systolic[{bd.name}]")
-
     def make_hw(self, values, board):
         bd = self.board(board)
         vals = {k: int(values[k]) for k in HW_KNOBS if k in values}
@@ -124,19 +118,6 @@ class SystolicTarget(Target):
             return GemmWorkload(t.name, int(w["m"]), int(w["k"]), int(w["n"])), reps
         raise DcocError(f"task {t.name} of kind {t.kind} cannot run on the systolic array")
 
-    def layers(self, tasks):
-        layers, cpu = [], []
-        for t in tasks:
-            if getattr(t, "device", "vta") != "vta":
-                cpu.append((t.name, t.kind, int(t.weight)))
-                continue
-            wl, reps = self._from_task(t)
-            layers.append(Layer(t.name, wl, int(t.weight) * reps, "conv2d" if t.kind == "conv2d" else "dense",
-                                epilogue=None, target=self.name))
-        for t in getattr(tasks, "cpu_ops", []) or []:
-            cpu.append((t.name, t.kind, int(t.weight)))
-        return layers, cpu
-
     def workload(self, spec):
         if isinstance(spec, GemmWorkload):
             return spec
@@ -182,15 +163,6 @@ class SystolicTarget(Target):
         desc = {"M": wl.M, "K": wl.K, "N": wl.N, "rows": hw.rows, "cols": hw.cols,
                 "ifmap": hw.ifmap_bytes, "wgt": hw.wgt_bytes, "ofmap": hw.ofmap_bytes, "bus": hw.bus_bytes}
         return Space(knobs, [check], desc, name=f"{wl.name}@{hw.name}", feature_fn=_features(wl, hw))
-
-    def task(self, layer, hw):
-        from dcoc.search.tuning_task import TuningTask
-
-        space = self.sw_space(layer, hw)
-        return TuningTask(name=layer.name, space=space, target=self.name,
-                          workload_key=self.workload_key(layer), flop=float(layer.workload.flops),
-                          hw_name=hw.name, payload={"workload": layer.workload, "hw": hw},
-                          defaults=lambda: [d for d in [self.default_schedule(layer, hw, space)] if d])
 
     def default_schedule(self, layer, hw, space=None):
         """The heuristic: every schedule ranked by :func:`_estimate`'s closed-form time
