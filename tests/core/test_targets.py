@@ -126,6 +126,42 @@ def test_systolic_resources_grow_with_the_array():
     assert big["lut"] > small["lut"] and big["bram36"] >= small["bram36"]
 
 
+#: what a target must implement (docs/extending.md); everything else has a default
+CORE = {"make_hw", "violations", "resources", "workload", "workload_key", "sw_space",
+        "ideal_seconds", "measurer"}
+
+
+def _abstract(cls) -> set:
+    import inspect
+
+    return {n for n, f in inspect.getmembers(cls, inspect.isfunction)
+            if "raise NotImplementedError" in inspect.getsource(f)}
+
+
+def test_the_interface_asks_for_eight_methods_and_both_targets_give_them():
+    from dcoc.targets.base import Target
+
+    assert _abstract(Target) == CORE | {"hw_space"}   # hw_space: unless hw_ranges is set
+    for name in ("vta", "systolic"):
+        t = type(targets.get(name))
+        assert all(getattr(t, m) is not getattr(Target, m) for m in CORE), name
+        assert t.hw_ranges or t.hw_space is not Target.hw_space
+
+
+def test_defaults_give_systolic_its_spaces_layers_and_tasks():
+    """Systolic relies on the base class for hw_space, layers and task."""
+    t = targets.get("systolic")
+    hs = t.hw_space("kv260")
+    assert hs.name == "systolic[kv260]" and hs.board.name == "kv260" and hs.names == list(t.hw_knobs)
+    layer = t.layer("gemm:64,256,64")
+    hw = t.default_hw("kv260")
+    task = t.task(layer, hw)
+    assert task.target == "systolic" and task.workload_key == t.workload_key(layer)
+    assert task.flop == float(layer.workload.flops) and task.payload == {"workload": layer.workload, "hw": hw}
+    assert task.defaults() == [t.default_schedule(layer, hw, task.space)]
+    assert t.parse_hw(hw.name, "kv260") == hw
+
+
 def test_measurer_registry():
     from dcoc.search import create_measurer, measurer_names
     from dcoc.search.measure import FunctionMeasurer, TableMeasurer
