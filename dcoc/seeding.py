@@ -7,7 +7,6 @@ consumer's stream.
 from __future__ import annotations
 
 import hashlib
-import random
 
 import numpy as np
 
@@ -32,15 +31,3 @@ def child_seed(seed: int, *path) -> int:
 def child_rng(seed: int, *path) -> np.random.Generator:
     """A numpy Generator derived from ``seed`` and ``path``."""
     return np.random.default_rng(child_seed(seed, *path))
-
-
-def seed_everything(seed: int) -> None:
-    """Seed python, numpy's legacy global RNG and torch (if imported) for code we do not control."""
-    random.seed(seed)
-    np.random.seed(child_seed(seed, "numpy-global"))
-    try:
-        import torch  # noqa: PLC0415
-
-        torch.manual_seed(child_seed(seed, "torch"))
-    except ImportError:  # pragma: no cover
-        pass

@@ -46,18 +46,6 @@ def _inf_percentiles(v: np.ndarray):
     return out
 
 
-def fmt_median_iqr(values, digits: int = 0, inf: str = "-") -> str:
-    """``"med [q25-q75]"`` with ``inf`` for infinite values."""
-    med, lo, hi = median_iqr(values)
-
-    def f(x):
-        if math.isnan(x):
-            return "n/a"
-        return inf if math.isinf(x) else f"{x:.{digits}f}"
-
-    return f"{f(med)} [{f(lo)}-{f(hi)}]"
-
-
 @dataclass
 class Paired:
     """A paired comparison of ``other`` against the reference over the same pairs."""
@@ -122,4 +110,4 @@ def fmt_p(p: float) -> str:
     return "<0.001" if p < 1e-3 else f"{p:.3f}"
 
 
-__all__ = ["ALPHA", "Paired", "fmt_median_iqr", "fmt_p", "median_iqr", "paired_test", "ratio_test"]
+__all__ = ["ALPHA", "Paired", "fmt_p", "median_iqr", "paired_test", "ratio_test"]

@@ -21,7 +21,6 @@ VGG-16 never holds more than one layer's weights in memory.
 from __future__ import annotations
 
 import math
-import os
 from typing import BinaryIO
 
 import numpy as np
@@ -272,12 +271,3 @@ class NetBuilder:
     def gather(self, table: str, idx: str, name: str = "embedding") -> str:
         return self._node("Gather", [table, idx], (*self.shapes[idx], self.shapes[table][-1]),
                           name, axis=0)
-
-
-def file_size(path: str) -> int:
-    """Bytes of an ``.onnx`` file plus its external-data file, if any."""
-    total = os.path.getsize(path)
-    data = path + ".data"
-    if os.path.exists(data):
-        total += os.path.getsize(data)
-    return total

@@ -98,11 +98,6 @@ def run_dir_name(workload: str, budget: int, seed: int, strategy: str) -> str:
     return f"{workload}_{budget}_{seed}_{strategy.replace(':', '_')}"
 
 
-def dir_name(work_dir: str) -> str:
-    """A kept run directory's name (``run_dir_name``), however its path is written."""
-    return os.path.basename(os.path.normpath(work_dir))
-
-
 def small_cnn():
     """The benchmark's whole model: a small ResNet-style CNN (ONNX ModelProto)."""
     from dcoc_models._netbuilder import NetBuilder

@@ -39,8 +39,7 @@ TensorFlow call per step):
 
 The walk budget is the paper's: ``n_starts=128`` walks of up to ``max_steps=500`` steps per
 plan (``PPOConfig()``; ``n_starts`` is capped by the space size).  Walks rarely reach 500
-steps: the 75% stop rule ends most of them.  ``PPOConfig.fast()`` is the reduced budget
-(64 x 100) earlier versions used by default; the benchmarks do not use it.
+steps: the 75% stop rule ends most of them.
 
 Warm-up: the shared initial sample of :mod:`dcoc.tuners.warmup` (the same ``n_init`` = 8
 random configs DCOC and XGB measure first), then the model acts (``n_init=None``:
@@ -80,7 +79,7 @@ CHAMELEON's.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -115,16 +114,6 @@ class PPOConfig:
     vf_coef: float = 1.0
     ent_coef: float = 0.3
     norm_adv: bool = True
-
-    @classmethod
-    def paper(cls, **overrides) -> "PPOConfig":
-        """The official code's walk budget: 128 starts x up to 500 steps per plan (the default)."""
-        return replace(cls(n_starts=128, max_steps=500), **overrides)
-
-    @classmethod
-    def fast(cls, **overrides) -> "PPOConfig":
-        """A reduced walk budget (64 starts x up to 100 steps): for tests and smoke runs only."""
-        return replace(cls(n_starts=64, max_steps=100), **overrides)
 
 
 # ============================================================================= agent
