@@ -20,8 +20,12 @@ def __getattr__(name):  # PEP 562 lazy attributes
         from dcoc import api
 
         return getattr(api, name)
-    if name in ("run", "RunResult"):  # dcoc.run: the quantized model on the VTA simulator
-        from dcoc.runtime import runner
+    if name == "run":  # dcoc.run: the quantized model on the VTA simulator
+        from dcoc import api
 
-        return getattr(runner, name)
+        return api.run
+    if name == "RunResult":
+        from dcoc.runtime.result import RunResult
+
+        return RunResult
     raise AttributeError(f"module 'dcoc' has no attribute {name!r}")

@@ -131,7 +131,7 @@ def _strategy(spec: str, seed: int, population: int):
 
 def load_model(name: str):
     """(Model with weights, ONNX source for ONNX Runtime) of a benchmark model."""
-    from dcoc.runtime.runner import _ort_source
+    from dcoc.runtime.compare import ort_source
     from tvm_plugin.frontend import load
 
     src, shapes = MODELS[name]
@@ -139,7 +139,7 @@ def load_model(name: str):
         proto = small_cnn()
         return load(proto, name="small_cnn"), proto.SerializeToString()
     model = load(src, input_shapes=shapes, name=name)
-    return model, _ort_source(model)
+    return model, ort_source(model)
 
 
 def _best_kernel(db, mod, target):

@@ -65,7 +65,7 @@ def tune_vs_run(model: str, board: str, trials: int, seed: int = 0,
                 input_shapes: dict | None = None, work_root: str | None = None) -> dict:
     """One row: tune ``model`` on ``board``, run the result, compare the latencies."""
     from dcoc.api import tune
-    from dcoc.runtime.runner import run
+    from dcoc.api.run import run
 
     tmp = work_root or tempfile.mkdtemp(prefix="dcoc_tvr_")
     src = _model_source(model, tmp)

@@ -24,11 +24,11 @@ def load(name: str):
 
     if name in MODELS:
         return load_model(name)
-    from dcoc.runtime.runner import _ort_source
+    from dcoc.runtime.compare import ort_source
     from tvm_plugin.frontend import load as load_onnx
 
     model = load_onnx(name)
-    return model, _ort_source(model)
+    return model, ort_source(model)
 
 
 def main(argv=None) -> int:

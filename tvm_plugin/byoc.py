@@ -10,9 +10,9 @@ for an external accelerator:
    (``Composite = "dcoc_vta.conv2d" | "dcoc_vta.dense" | "dcoc_vta.batch_matmul"``), its
    constants (int8 weights, int32 bias) bound inside.
 2. :func:`offload` -- the codegen: each composite is read back into a kernel spec
-   (workload, weights, bias, epilogue), handed to a kernel factory
-   (:meth:`dcoc.runtime.offload.Offload.kernel`: compiles the layer with its tuned schedule for
-   the hardware), registered as a TVM global packed function
+   (workload, weights, bias, epilogue: plain Python / numpy), handed to the kernel factory
+   the caller passes in (``dcoc run``: dcoc's offload policy, which compiles the layer with
+   its tuned schedule for the hardware), registered as a TVM global packed function
    ``dcoc_vta.<build>.<n>``, and the call is replaced by
    ``R.call_dps_packed("dcoc_vta.<build>.<n>", args)``.  A composite the factory refuses
    (no valid schedule, not a VTA task) is turned back into an ordinary function and
@@ -96,7 +96,7 @@ def kernel_spec(func, composite: str) -> dict:
     """Read a composite function back into a kernel spec (plain Python / numpy)."""
     from tvm.ir.expr import Constant
 
-    from dcoc.runtime.offload import conv_workload_dict, matmul_workload_dict
+    from tvm_plugin.relax_quantize import conv_workload_dict, matmul_workload_dict
 
     params = list(func.params)
     binds = [b for blk in func.body.blocks for b in blk.bindings]

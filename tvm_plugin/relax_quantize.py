@@ -4,13 +4,15 @@
    layer VTA runs -- the frontend's policy: conv2d (groups 1, dilation 1, not the first
    conv), MatMul/Gemm with a constant 2-D weight (dense), activation x activation MatMul
    (batch_matmul) -- together with the elementwise ops VTA's ALU absorbs after it
-   (bias / BatchNorm affine, residual add, ReLU / ReLU6 / Clip), as
-   :class:`dcoc.runtime.quantize.LayerSpec`.  Layers that match no VTA task of the model stay
-   in float on the CPU.
+   (bias / BatchNorm affine, residual add, ReLU / ReLU6 / Clip), as records built by the
+   caller's ``make_layer`` (the API floor passes the quantizer's ``LayerSpec``).  Layers
+   that match no VTA task of the model (the caller's ``task_name`` says which) stay in
+   float on the CPU.
 2. :func:`calibrate` compiles the float module with every tensor a quantized layer reads
    or writes as an extra output, runs it on the calibration inputs and returns each
    tensor's max |x|.
-3. :func:`rewrite` replaces each layer by its integer form (see :mod:`dcoc.runtime.quantize`):
+3. :func:`rewrite` replaces each layer by its integer form, given as :class:`IntLayer`
+   (plain data the API floor fills from dcoc's power-of-two quantizer):
    ``quantize -> conv2d/matmul (int8 x int8 -> int32) -> add bias -> add residual ->
    add round -> right_shift -> clip -> astype int8 -> dequantize``.  Consecutive
    quantized layers pass int8 tensors directly (the dequantize/quantize pair between them
@@ -25,14 +27,60 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dcoc.errors import ModelError
-from dcoc.runtime.offload import conv_workload_dict, find_task, matmul_workload_dict
-from dcoc.runtime.quantize import LayerSpec, QLayer
 from tvm_plugin.frontend.common import _static_shape
 
-__all__ = ["Graph", "find_layers", "calibrate", "rewrite", "prepare"]
+__all__ = ["Graph", "IntLayer", "find_layers", "calibrate", "rewrite", "prepare",
+           "conv_workload_dict", "matmul_workload_dict"]
 
 _CLIP_LO = {"relax.maximum", "tir:maximum"}
 _CLIP_HI = {"relax.minimum", "tir:minimum"}
+
+
+def conv_workload_dict(data_shape, weight_shape, out_shape, strides, padding, dilation,
+                       groups=1) -> dict:
+    """The conv2d task workload (the frontend's ``Task.workload`` keys)."""
+    n, c, h, w = (int(v) for v in data_shape)
+    o, _, kh, kw = (int(v) for v in weight_shape)
+    pt, pl, pb, pr = (int(v) for v in padding)
+    return dict(batch=n, in_channels=c, out_channels=o, height=h, width=w, kernel_h=kh,
+                kernel_w=kw, stride_h=int(strides[0]), stride_w=int(strides[1]), pad_top=pt,
+                pad_left=pl, pad_bottom=pb, pad_right=pr, dilation_h=int(dilation[0]),
+                dilation_w=int(dilation[1]), groups=int(groups), out_height=int(out_shape[2]),
+                out_width=int(out_shape[3]))
+
+
+def matmul_workload_dict(a_shape, b_shape, const_b: bool) -> tuple[str, dict] | None:
+    """(kind, workload) of ``a @ b`` as the frontend names it, or None (unsupported)."""
+    sa, sb = tuple(int(v) for v in a_shape), tuple(int(v) for v in b_shape)
+    if len(sa) < 2 or len(sb) < 2:
+        return None
+    if const_b:
+        if len(sb) != 2:
+            return None
+        return "dense", dict(batch=1, m=int(np.prod(sa[:-1])), n=sb[-1], k=sa[-1])
+    try:
+        bshape = np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        return None
+    return "batch_matmul", dict(batch=int(np.prod(bshape)) if bshape else 1, m=sa[-2],
+                                n=sb[-1], k=sa[-1])
+
+
+@dataclass(frozen=True, eq=False)
+class IntLayer:
+    """The integer form of one found layer (``Graph.layers[index]``), as :func:`rewrite`
+    emits it: int8 weights, int32 bias, the epilogue's shift / rounding / clip bounds, the
+    residual's shift and the output's exponent (scale ``2**-e_y``)."""
+
+    index: int
+    qweight: np.ndarray | None
+    qbias: np.ndarray | None
+    shift: int
+    round: bool
+    clip_lo: int
+    clip_hi: int
+    e_y: int
+    res_shift: int = 0
 
 
 def _op_name(call) -> str | None:
@@ -87,7 +135,7 @@ class Graph:
     alias: dict = field(default_factory=dict)     # binding index -> aliased var
     params: list = field(default_factory=list)
     # filled by find_layers
-    layers: list = field(default_factory=list)    # LayerSpec
+    layers: list = field(default_factory=list)    # the records make_layer built
     anchor: dict = field(default_factory=dict)    # layer index -> anchor binding index
     end: dict = field(default_factory=dict)       # end binding index -> layer index
     skip: set = field(default_factory=set)        # absorbed bindings (not the end)
@@ -161,8 +209,15 @@ def _chan_vector(arr, ndim: int, axis: int, c: int):
     return np.broadcast_to(a.reshape(-1), (c,)).copy()
 
 
-def find_layers(mod, tasks) -> Graph:
-    """The quantizable layers of a prepared module (:func:`prepare`), in dataflow order."""
+def find_layers(mod, task_name, make_layer) -> Graph:
+    """The quantizable layers of a prepared module (:func:`prepare`), in dataflow order.
+
+    task_name: ``(kind, workload dict) -> name`` of the accelerator task running such a
+        layer, or None (the layer stays in float on the CPU).
+    make_layer: builds one layer's record from keywords (``index, name, kind, workload,
+        weight, scale, shift, data, output, other, residual, clip, attrs, absorbed``); the
+        records are ``Graph.layers``, read back by :func:`calibrate` and :func:`rewrite`.
+    """
     from tvm import relax
 
     g = Graph.of(mod)
@@ -202,8 +257,8 @@ def find_layers(mod, tasks) -> Graph:
             other = None if w is not None else y
         else:
             continue
-        task = find_task(tasks, kind, wl)
-        if task is None:
+        name = task_name(kind, wl)
+        if name is None:
             continue
         out_shape = _shape(b.var)
         c = out_shape[ch_axis]
@@ -263,8 +318,8 @@ def find_layers(mod, tasks) -> Graph:
             chain.append(j)
             cur = j
         li = len(g.layers)
-        spec = LayerSpec(
-            index=li, name=task.name, kind=kind, workload=dict(wl),
+        spec = make_layer(
+            index=li, name=name, kind=kind, workload=dict(wl),
             weight=None if kind == "batch_matmul" else np.asarray(w, np.float32),
             scale=scale, shift=shift, data=g.tid(x), output=f"b{cur}",
             other=g.tid(other) if other is not None else None,
@@ -349,13 +404,14 @@ def _const(v, dtype):
     return relax.const(np.asarray(v, dtype=dtype), dtype)
 
 
-def rewrite(g: Graph, qlayers: list[QLayer], exps: dict[str, int]):
-    """The integer module (dataflow blocks restored); see the module docstring."""
+def rewrite(g: Graph, qlayers: list[IntLayer], exps: dict[str, int]):
+    """The integer module (dataflow blocks restored); see the module docstring.
+    ``exps``: every quantized tensor id's exponent (scale ``2**-e``)."""
     import tvm
     from tvm import relax
 
     R = relax.op
-    by_layer = {q.spec.index: q for q in qlayers}
+    by_layer = {q.index: q for q in qlayers}
 
     @relax.expr_functor.mutator
     class _Rewriter(relax.PyExprMutator):
@@ -374,8 +430,8 @@ def rewrite(g: Graph, qlayers: list[QLayer], exps: dict[str, int]):
             self.ints[tid] = q
             return q
 
-        def layer(self, q: QLayer):
-            sp = q.spec
+        def layer(self, q: IntLayer):
+            sp = g.layers[q.index]
             qx = self.quant(sp.data)
             if sp.kind == "conv2d":
                 acc = R.nn.conv2d(qx, _const(q.qweight, "int8"), strides=sp.attrs["strides"],

@@ -49,7 +49,7 @@ def run(args) -> int:
     if args.check is not None:
         if args.work_dir is not None:
             raise DcocError("--check takes the export directory alone (no WORK_DIR/PATH)")
-        from dcoc.results.export import check
+        from dcoc.api.export import check
 
         r = check(args.check)
         exp = r["exported_latency_ms"]
@@ -62,7 +62,7 @@ def run(args) -> int:
         return 0 if same else 1
     if args.work_dir is None or args.path is None:
         raise DcocError("give WORK_DIR and PATH (or --check EXPORT_DIR)")
-    from dcoc.results.export import check_export_path, export
+    from dcoc.api.export import check_export_path, export
 
     check_export_path(args.path)
     meta = export(args.work_dir, args.path)

@@ -60,9 +60,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from dcoc.api.run import run as run_model
     from dcoc.errors import DcocError
     from dcoc.runtime.quantize import CalibrationWarning
-    from dcoc.runtime.runner import run as run_model
 
     out = Output(args)  # checks a --json PATH before the run
     if args.calibration_samples < 1:

@@ -1,9 +1,8 @@
-"""Export what a tuning run produced, in a form that lives without dcoc.
+"""Export what an accelerator tuning run produced, in a form that lives without dcoc.
 
-* llvm / cuda: the tuned model compiled into one shared library (``export_library``) that
-  stock TVM loads with ``tvm.runtime.load_module`` + ``relax.VirtualMachine``
-  (:mod:`tvm_plugin.export`), with a ``README.md`` and ``export.json`` saying its inputs,
-  its target (``mcpu``) and how to load it.
+:func:`dcoc.api.export.export` picks the kind of export: llvm / cuda runs become a TVM
+shared library (:mod:`tvm_plugin.export`); accelerator runs come here.
+
 * accelerators (vta, systolic): a directory holding the hardware config in the target's
   own format (VTA: ``vta_config.json`` with the keys of VTA's ``config/vta_config.json``),
   a resource / clock report, the per-layer schedules and the commands that reproduce the
@@ -11,8 +10,9 @@
   packed functions registered in the running process (the simulator), so a saved library
   would not load anywhere else.
 
-:func:`export` takes a :class:`~dcoc.results.result.TuneResult` or a finished run's work
-dir; :func:`check` re-simulates an exported accelerator directory from its files alone.
+:func:`read_source` reads a :class:`~dcoc.results.result.TuneResult` or a finished run's
+work dir; :func:`export_accelerator` writes the directory; :func:`check` re-simulates an
+exported accelerator directory from its files alone.
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ import shutil
 
 from dcoc.errors import ConfigError, DcocError
 
-__all__ = ["export", "check", "check_export_path", "EXPORT_FILE", "VTA_CONFIG_FILE"]
+__all__ = ["read_source", "export_accelerator", "check", "check_export_path", "EXPORT_FILE",
+           "VTA_CONFIG_FILE"]
 
 EXPORT_FILE = "export.json"
 VTA_CONFIG_FILE = "vta_config.json"
@@ -42,20 +43,6 @@ RUN_NOT_EXPORTED = (
 
 
 # ============================================================================ entry points
-def export(source, path: str) -> dict:
-    """Export a TuneResult or a finished run's work dir to ``path``; returns the export's
-    metadata (what ``export.json`` holds, plus ``files``)."""
-    data, work_dir, executable = _source(source)
-    from dcoc.targets import available, is_accelerator
-
-    target = str(data.get("target") or "")
-    if target in available() and is_accelerator(target):
-        return _export_accelerator(data, work_dir, os.fspath(path))
-    from tvm_plugin.export import export_tvm
-
-    return export_tvm(data, work_dir, os.fspath(path), executable=executable)
-
-
 def check(path: str) -> dict:
     """Re-simulate an exported accelerator directory from its files alone (hardware config,
     schedules, layer workloads): ``{"latency_ms", "exported_latency_ms", "layers"}``."""
@@ -102,7 +89,7 @@ def check_export_path(path: str) -> str:
 
 
 # ============================================================================ sources
-def _source(source):
+def read_source(source):
     """(result dict, work dir, in-memory executable or None) of a TuneResult / work dir."""
     if hasattr(source, "to_json"):
         return source.to_json(), source.work_dir, getattr(source, "executable", None)
@@ -198,7 +185,9 @@ def _run_command(data: dict, schedules_path: str) -> str | None:
     return " ".join(shlex.quote(c) for c in cmd)
 
 
-def _export_accelerator(data: dict, work_dir: str | None, path: str) -> dict:
+def export_accelerator(data: dict, work_dir: str | None, path: str) -> dict:
+    """Write an accelerator run's export directory to ``path`` (``data``: the result's
+    JSON); returns the export's metadata (what ``export.json`` holds, plus ``files``)."""
     from dcoc.targets import get
 
     tg = get(data["target"])

@@ -144,23 +144,25 @@ class TuneResult:
         :func:`dcoc.run` for calibration data and the bit-exact / float comparisons).
         """
         if self._runner is None and (self.model_path or self.model):
-            from dcoc.targets import get, is_accelerator
+            from dcoc.registry import load
+            from dcoc.targets import is_accelerator
 
-            if is_accelerator(self.target):
-                self._runner = get(self.target).model_runner(self, self.input_shapes)
+            if is_accelerator(self.target):  # the API floor's table of model runners
+                runner = load("dcoc.api.run:model_runner")
+                self._runner = runner(self.target, self, self.input_shapes)
         if self._runner is None:
             raise RuntimeError("this result holds no compiled model")
         return self._runner(inputs)
 
     def export(self, path: str) -> dict:
-        """Write what this run produced to ``path`` (:mod:`dcoc.results.export`): llvm/cuda
+        """Write what this run produced to ``path`` (:mod:`dcoc.api.export`): llvm/cuda
         a shared library stock TVM loads (``X.so``, or ``PATH/model.so``) with a README;
         vta/systolic a directory with the hardware config in the target's own format
         (``vta_config.json``), a resource/clock report, the schedules and the commands
         that reproduce the latency.  Returns the export's metadata (``files``, ...)."""
-        from dcoc.results.export import export
+        from dcoc.registry import load
 
-        return export(self, path)
+        return load("dcoc.api.export:export")(self, path)  # the API floor picks the kind
 
     def to_json(self) -> dict:
         hw = _hw_dict(self.hardware) if self.hardware is not None else None

@@ -32,37 +32,7 @@ import numpy as np
 from dcoc.errors import KnobError
 from dcoc.runtime import intref
 
-__all__ = ["Offload", "VTAKernel", "conv_workload_dict", "find_task"]
-
-
-def conv_workload_dict(data_shape, weight_shape, out_shape, strides, padding, dilation,
-                       groups=1) -> dict:
-    """The conv2d task workload (the frontend's ``Task.workload`` keys)."""
-    n, c, h, w = (int(v) for v in data_shape)
-    o, _, kh, kw = (int(v) for v in weight_shape)
-    pt, pl, pb, pr = (int(v) for v in padding)
-    return dict(batch=n, in_channels=c, out_channels=o, height=h, width=w, kernel_h=kh,
-                kernel_w=kw, stride_h=int(strides[0]), stride_w=int(strides[1]), pad_top=pt,
-                pad_left=pl, pad_bottom=pb, pad_right=pr, dilation_h=int(dilation[0]),
-                dilation_w=int(dilation[1]), groups=int(groups), out_height=int(out_shape[2]),
-                out_width=int(out_shape[3]))
-
-
-def matmul_workload_dict(a_shape, b_shape, const_b: bool) -> tuple[str, dict] | None:
-    """(kind, workload) of ``a @ b`` as the frontend names it, or None (unsupported)."""
-    sa, sb = tuple(int(v) for v in a_shape), tuple(int(v) for v in b_shape)
-    if len(sa) < 2 or len(sb) < 2:
-        return None
-    if const_b:
-        if len(sb) != 2:
-            return None
-        return "dense", dict(batch=1, m=int(np.prod(sa[:-1])), n=sb[-1], k=sa[-1])
-    try:
-        bshape = np.broadcast_shapes(sa[:-2], sb[:-2])
-    except ValueError:
-        return None
-    return "batch_matmul", dict(batch=int(np.prod(bshape)) if bshape else 1, m=sa[-2],
-                                n=sb[-1], k=sa[-1])
+__all__ = ["Offload", "VTAKernel", "find_task"]
 
 
 def find_task(tasks, kind: str, workload: dict):

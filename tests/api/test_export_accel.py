@@ -132,7 +132,7 @@ def test_systolic_export(model_file, tmp_path):
         {k: getattr(hw, k) for k in ("rows", "cols", "log_ifmap", "log_wgt", "log_ofmap")}
     rep = json.loads((tmp_path / "arr" / "hardware_report.json").read_text())
     assert rep["resources"]["dsp"] == res.extra["resources"]["dsp"] and rep["clock_mhz"] == hw.freq_mhz
-    from dcoc.results.export import check
+    from dcoc.api.export import check
 
     assert check(str(tmp_path / "arr"))["latency_ms"] == pytest.approx(res.latency_ms, rel=1e-9)
 

@@ -49,7 +49,7 @@ def test_shift_kept_within_alu_range():
 
 
 def _c2_spec(rng, residual=True):
-    from dcoc.runtime.offload import conv_workload_dict
+    from tvm_plugin.relax_quantize import conv_workload_dict
 
     wl = conv_workload_dict((1, 64, 56, 56), (64, 64, 3, 3), (1, 64, 56, 56), (1, 1),
                             (1, 1, 1, 1), (1, 1))

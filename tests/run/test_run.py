@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import dcoc
+from dcoc.runtime.inputs import InputError
 from dcoc.runtime.quantize import CalibrationWarning
-from dcoc.runtime.runner import InputError
 
 CLI = [sys.executable, "-m", "dcoc.cli"]
 

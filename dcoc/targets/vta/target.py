@@ -93,11 +93,6 @@ class VTATarget(Target):
     def resources(self, hw, board):
         return self.board(board).usage(hw)
 
-    def model_runner(self, result, input_shapes=None):
-        from dcoc.runtime.runner import vta_runner
-
-        return vta_runner(result, input_shapes=input_shapes)
-
     def layer_from_record(self, row: dict):
         return layer_from_record(row, self)
 
