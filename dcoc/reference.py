@@ -1,20 +1,32 @@
-"""Baselines a tuned model is compared with, timed without TVM.
+"""The reference a tuned llvm model is compared with: ONNX Runtime on the host CPU,
+timed without TVM, and the summary phrases that quote it.
 
 :func:`onnxruntime_latency_ms` times an ONNX model in ONNX Runtime (CPU) the way
 :func:`tvm_plugin.metaschedule.build.measure_latency` times a compiled TVM model: warm-up
 runs, then the median of ``repeat`` timings, each averaging as many runs as fill
 ``min_repeat_ms``.  Pass the thread count TVM's runtime uses (``runtime.NumThreads``,
-:func:`tvm_plugin.metaschedule.tuning.runtime_threads`) so both run on the same threads.
+:func:`tvm_plugin.metaschedule.build.pool_threads`) so both run on the same threads.
+:func:`ort_timings` is the one timing loop (also :mod:`dcoc.results.cpu_layers`'),
+:func:`host_threads` the CPU cores this process may run on.
 """
 from __future__ import annotations
 
 import math
+import os
 import time
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from dcoc.errors import DcocError
+
+
+def host_threads() -> int:
+    """The CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def ort_session(model: Any, threads: int, profile_prefix: str | None = None,
@@ -87,19 +99,27 @@ def onnxruntime_latency_ms(model_path: Any, input_shapes: Mapping[str, Sequence[
     feed = dict(inputs) if inputs is not None else random_feed(sess, input_shapes)
     names = {i.name for i in sess.get_inputs()}
     feed = {k: v for k, v in feed.items() if k in names}
+    times = ort_timings(sess, feed, repeat, warmup=warmup, min_repeat_ms=min_repeat_ms)
+    return float(np.median([t * 1e3 for t in times]))
+
+
+def ort_timings(session, feed: Mapping, repeat: int, warmup: int = 3,
+                min_repeat_ms: float = 0.0) -> list[float]:
+    """Seconds per run of ``session`` on ``feed``: ``warmup`` runs (at least one), then
+    ``repeat`` timings, each averaging the runs that fill ``min_repeat_ms`` (0: one run)."""
     for _ in range(max(1, int(warmup))):
-        sess.run(None, feed)
+        session.run(None, feed)
     times = []
     for _ in range(int(repeat)):
         n, t0 = 0, time.perf_counter()
         while True:
-            sess.run(None, feed)
+            session.run(None, feed)
             n += 1
             el = time.perf_counter() - t0
             if el * 1e3 >= min_repeat_ms:
                 break
-        times.append(el / n * 1e3)
-    return float(np.median(times))
+        times.append(el / n)
+    return times
 
 
 def speed_line(tuned_ms: float, untuned_ms: float, ort_ms: float = math.nan,
@@ -127,4 +147,5 @@ def untuned_phrase(n_untuned: int, n_tasks: int, n_unmeasured: int) -> str:
     return f"{n_untuned} of {n_tasks} tasks run TVM's default code ({', '.join(why)})"
 
 
-__all__ = ["onnxruntime_latency_ms", "ort_session", "random_feed", "speed_line", "untuned_phrase"]
+__all__ = ["host_threads", "onnxruntime_latency_ms", "ort_session", "ort_timings", "random_feed",
+           "speed_line", "untuned_phrase"]

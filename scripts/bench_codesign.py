@@ -76,7 +76,7 @@ def _layers(model):
 
 def reference(model: str, board: str) -> dict:
     """Default hardware with exhaustively optimal and with default schedules."""
-    from dcoc.api.tune import _baseline_latency
+    from dcoc.api.accelerator import _baseline_latency
     from dcoc.targets.vta import BOARDS, HWConfig
     from dcoc.targets.vta.catalogue import exhaustive
 

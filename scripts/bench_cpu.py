@@ -56,12 +56,12 @@ def tune_within(model, tuner: str, minutes: float, seed: int, work_dir: str,
                 population: int | None = None):
     """``tune_model`` stopped by the wall clock after ``minutes`` of tuning; returns
     (TuneResult, stopped by the clock)."""
-    from tvm_plugin.metaschedule.tuning import tune_model
+    from dcoc.api.cpu import tune_metaschedule  # saves result.json (what --retime reads)
 
     trials = max(1, int(math.ceil(minutes * 60.0 * TRIALS_PER_SECOND)))
-    r = tune_model(model, "llvm", trials=trials, tuner=tuner, seed=seed, work_dir=work_dir,
-                   population=population, time_budget=minutes * 60.0, measure=False,
-                   baseline=False, progress=False)
+    r = tune_metaschedule(model, "llvm", trials=trials, tuner=tuner, seed=seed, work_dir=work_dir,
+                          population=population, time_budget=minutes * 60.0, measure=False,
+                          baseline=False, progress=False)
     return r, bool(r.extra.get("stopped_on_time"))
 
 

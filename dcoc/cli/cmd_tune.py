@@ -112,44 +112,35 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     import dcoc
-    from dcoc.errors import DcocError
+    from dcoc.api.checks import check_cpu_settings, check_time_budget
+    from dcoc.targets import is_accelerator
     from dcoc.tuners import check
 
     out = Output(args)  # checks a --json PATH before the run
-    from dcoc.targets import is_accelerator
-
     accel = is_accelerator(args.target.strip())
     check(args.tuner, accel)  # an unknown tuner or setting: one line, before any work
-    if args.workers is not None and args.workers < 0:
-        raise DcocError(f"--workers must be >= 0 (0 = in-process), got {args.workers}")
-    budget = getattr(args, "time_budget", None)
-    if budget is not None and not budget > 0:
-        raise DcocError(f"--time-budget must be > 0 seconds, got {budget:g}")
+    budget = check_time_budget(getattr(args, "time_budget", None), cli=True)
     shapes = parse_input_shapes(args.input_shape)
     if getattr(args, "export", None):
         from dcoc.results.export import check_export_path
 
         check_export_path(args.export)  # before any work
+    flush = bool(getattr(args, "flush_cache", False))
+    check_cpu_settings(accel, time_budget=budget, flush_cache=flush, cli=True)
     kw = {"wait": True} if getattr(args, "wait", False) else {}
     if not accel:
         kw["runner"] = args.runner
         kw["verbose"] = out.verbose
-        if getattr(args, "flush_cache", False):
+        if flush:
             kw["flush_cache"] = True
         if budget is not None:
             kw["time_budget"] = budget
-    elif getattr(args, "flush_cache", False):
-        raise DcocError("--flush-cache times CPU kernels (target llvm); the VTA simulator "
-                        "has no cache to flush")
-    elif budget is not None:
-        raise DcocError("--time-budget bounds MetaSchedule tuning (--target llvm/cuda); an "
-                        "accelerator run is bounded by --trials")
     res = dcoc.tune(args.model, target=_target_arg(args.target), board=args.board, trials=args.trials,
                     tuner=args.tuner, seed=args.seed, work_dir=args.work_dir,
                     resume=not args.no_resume, hardware=args.hardware, input_shapes=shapes,
                     n_workers=args.workers, progress=out.progress,
-                    **({"pareto": True} if getattr(args, "pareto", False) else {}),
-                    **({"warm_start": args.warm_start} if getattr(args, "warm_start", None) else {}), **kw)
+                    pareto=bool(getattr(args, "pareto", False)),
+                    warm_start=getattr(args, "warm_start", None) or None, **kw)
     text = summary(res)
     if getattr(res, "pareto", None) is not None:
         text += "\n" + pareto_summary(res.pareto, res.board, (res.extra or {}).get("pareto"))
@@ -261,14 +252,14 @@ def _llvm_lines(res) -> list:
     out = []
     ort = getattr(res, "onnxruntime_ms", None)
     if math.isfinite(res.latency_ms):
-        from dcoc.baselines import speed_line
+        from dcoc.reference import speed_line
 
         out.append("speed-up   " + speed_line(res.latency_ms, res.baseline_latency_ms,
                                               ort if ort is not None else math.nan,
                                               ex.get("runtime_threads")))
     untuned, n = ex.get("untuned_tasks") or [], ex.get("n_tasks")
     if untuned and n:
-        from dcoc.baselines import untuned_phrase
+        from dcoc.reference import untuned_phrase
 
         out.append("untuned    " + untuned_phrase(len(untuned), n, len(ex.get("unmeasured_tasks") or [])))
     if ex.get("stopped_on_time"):

@@ -53,7 +53,6 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from dcoc.api import tune_task
     from dcoc.cli.options import render_table
-    from dcoc.errors import DcocError
     from dcoc.results.plots import ascii_curve
     from dcoc.targets import get as get_target
     from dcoc.tuners import tuner_kwargs
@@ -65,10 +64,6 @@ def run(args) -> int:
     wl = tg.workload(args.workload)
     bd = tg.board(args.board or tg.default_board)
     hw = tg.parse_hw(args.hardware, bd.name) if args.hardware else tg.default_hw(bd)
-    if args.trials < 1:
-        raise DcocError(f"trials must be >= 1, got {args.trials}")
-    if args.workers is not None and args.workers < 0:
-        raise DcocError(f"--workers must be >= 0 (0 = in-process), got {args.workers}")
     if args.records:
         from dcoc.paths import check_output_file
 
@@ -95,7 +90,7 @@ def run(args) -> int:
         r = tune_task(wl, hw=hw, target=tg.name, tuner=args.tuner, trials=args.trials, seed=args.seed,
                       records=args.records, n_workers=args.workers,
                       early_stopping=args.early_stopping, callbacks=callbacks,
-                      **({"wait": True} if getattr(args, "wait", False) else {}))
+                      wait=bool(getattr(args, "wait", False)))
     finally:
         if bar is not None:
             bar.close()

@@ -19,18 +19,9 @@ says so (``method``).
 """
 from __future__ import annotations
 
-import os
-import time
+from dcoc.reference import host_threads
 
 __all__ = ["estimate_cpu_layers", "host_threads"]
-
-
-def host_threads() -> int:
-    """The CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _conv_graph(wl: dict):
@@ -75,25 +66,16 @@ def _elementwise_graph(elements: int):
 
 
 def _time(graph, feeds, threads: int, repeat: int) -> float:
-    """Seconds of one run of a one-operator graph under ONNX Runtime (the fastest of ``repeat``)."""
-    import onnxruntime as ort
+    """Seconds of one run of a one-operator graph under ONNX Runtime (the fastest of
+    ``repeat`` single runs after 3 warm-up runs)."""
     from onnx import helper
+
+    from dcoc.reference import ort_session, ort_timings
 
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    for _ in range(3):
-        sess.run(None, feeds)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        sess.run(None, feeds)
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    sess = ort_session(model.SerializeToString(), threads)
+    return min(ort_timings(sess, feeds, repeat, warmup=3, min_repeat_ms=0))
 
 
 def estimate_cpu_layers(tasks, threads: int | None = None, repeat: int = 20) -> dict:

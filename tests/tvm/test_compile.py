@@ -27,9 +27,9 @@ def _ort(model_path, feeds):
 
 @pytest.mark.parametrize("case", ["test_Conv2d", "test_Conv2d_strided"])
 def test_tuned_model_matches_untuned_and_onnxruntime(case, tmp_path):
+    from dcoc.api.cpu import tune_metaschedule as tune_model
     from tvm_plugin.frontend import load, resolve_target
     from tvm_plugin.metaschedule.build import compile_model, make_model_runner
-    from tvm_plugin.metaschedule.tuning import tune_model
 
     d = os.path.join(DATA, case)
     path = os.path.join(d, "model.onnx")
@@ -72,8 +72,8 @@ def test_resnet18_tuned_matches_onnxruntime(tmp_path):
     """ResNet-18 (zoo, deterministic weights): every task tuned a little, compiled, and
     compared with ONNX Runtime (same tolerance; ~2-4 min on 2 cores)."""
     import dcoc_models
+    from dcoc.api.cpu import tune_metaschedule as tune_model
     from tvm_plugin.frontend import load
-    from tvm_plugin.metaschedule.tuning import tune_model
 
     path = dcoc_models.resolve("resnet18")
     m = load(path)

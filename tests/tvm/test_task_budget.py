@@ -60,7 +60,7 @@ def test_first_round_order_is_share_of_model_time():
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory):
     """One run: 3 tasks, 4 trials, the random tuner, measured against ONNX Runtime."""
-    from tvm_plugin.metaschedule.tuning import tune_model
+    from dcoc.api.cpu import tune_metaschedule as tune_model
 
     d = tmp_path_factory.mktemp("budget")
     path = _three_task_model(str(d / "three.onnx"))
@@ -86,7 +86,7 @@ def test_every_task_gets_a_trial_and_the_run_spends_exactly_its_trials(tuned):
 
 def test_summary_has_onnxruntime_on_the_same_threads(tuned):
     from dcoc.cli.cmd_tune import summary
-    from tvm_plugin.metaschedule.tuning import runtime_threads
+    from tvm_plugin.metaschedule.build import pool_threads as runtime_threads
 
     _, wd, res, lines = tuned
     assert res.onnxruntime_ms > 0 and res.extra["runtime_threads"] == runtime_threads()
@@ -106,7 +106,7 @@ def test_summary_has_onnxruntime_on_the_same_threads(tuned):
 
 
 def test_resumed_run_says_so_and_measures_nothing_again(tuned):
-    from tvm_plugin.metaschedule.tuning import tune_model
+    from dcoc.api.cpu import tune_metaschedule as tune_model
 
     path, wd, first, _ = tuned
     lines: list = []
@@ -118,7 +118,7 @@ def test_resumed_run_says_so_and_measures_nothing_again(tuned):
 
 
 def test_time_budget_stops_the_search_and_keeps_its_records(tuned, tmp_path):
-    from tvm_plugin.metaschedule.tuning import tune_model
+    from dcoc.api.cpu import tune_metaschedule as tune_model
 
     path = tuned[0]
     lines: list = []
@@ -133,7 +133,7 @@ def test_time_budget_stops_the_search_and_keeps_its_records(tuned, tmp_path):
 def test_under_a_time_budget_the_first_round_is_one_trial_per_task(tuned, tmp_path):
     """trials=12 on 3 tasks makes batches of 2; with a time budget the first round runs
     first with one-trial batches, then the rest by gradient: still exactly 12 trials."""
-    from tvm_plugin.metaschedule.tuning import tune_model
+    from dcoc.api.cpu import tune_metaschedule as tune_model
 
     res = tune_model(tuned[0], "llvm", trials=12, tuner="random", seed=0, work_dir=str(tmp_path),
                      progress=False, time_budget=600, measure=False, baseline=False)
@@ -142,7 +142,7 @@ def test_under_a_time_budget_the_first_round_is_one_trial_per_task(tuned, tmp_pa
 
 
 def test_replay_trace_runs_under_the_same_scheduler_and_names_itself(tuned, tmp_path):
-    from tvm_plugin.metaschedule.tuning import tune_model
+    from dcoc.api.cpu import tune_metaschedule as tune_model
 
     res = tune_model(tuned[0], "llvm", trials=3, tuner="replay-trace", seed=0,
                      work_dir=str(tmp_path), progress=False, measure=False, baseline=False)

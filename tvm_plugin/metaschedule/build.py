@@ -23,6 +23,8 @@
   database actually replaced (the fused-module pitfall makes this silently zero).
 * :func:`measure_latency`, :func:`make_model_runner` -- time a compiled model
   (``time_evaluator``) and run it on numpy inputs.
+* threads: :func:`runtime_threads` (what the TVM runtime should run on),
+  :func:`use_runtime_threads` (make it so), :func:`pool_threads` (what it runs on).
 """
 from __future__ import annotations
 
@@ -226,6 +228,17 @@ def runtime_threads(target=None) -> int:
         if n:
             return int(n)
     return _physical_cores()
+
+
+def pool_threads() -> int:
+    """The number of threads TVM's CPU thread pool runs a model on (``runtime.NumThreads``:
+    ``TVM_NUM_THREADS``, else TVM's own default -- on x86, half the logical CPUs)."""
+    import tvm
+
+    try:
+        return int(tvm.get_global_func("runtime.NumThreads")())
+    except Exception:  # noqa: BLE001
+        return 1
 
 
 def use_runtime_threads(target=None) -> int:

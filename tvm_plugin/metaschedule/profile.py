@@ -20,7 +20,7 @@ ONNX Runtime's time for its kind, shared among that kind's functions in proporti
 their FLOPs (by call count where a kind has no FLOPs) -- an attribution, since the two
 graphs fuse differently; the per-kind table is exact.
 
-ONNX Runtime is timed with :func:`dcoc.baselines.onnxruntime_latency_ms`, as in the tuning summary.
+ONNX Runtime is timed with :func:`dcoc.reference.onnxruntime_latency_ms`, as in the tuning summary.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from dcoc.baselines import onnxruntime_latency_ms, ort_session
+from dcoc.reference import onnxruntime_latency_ms, ort_session
 
 #: operator kinds, in table order
 KINDS = ("conv", "depthwise", "dense/matmul", "pooling/elementwise", "layout", "copies")

@@ -7,12 +7,18 @@
     r = tune_model("light_resnet", "llvm", trials=256, tuner="dcoc", seed=0, work_dir="wd")
     r.latency_ms, r.baseline_latency_ms, r.run({"input": x})
 
-Steps: import (``tvm_plugin.frontend.load``) -> legalize + fuse -> extract the MetaSchedule
-tasks -> ``ms.tune_tasks`` with a :class:`~tvm_plugin.metaschedule.strategy.TunerStrategy` (or
-MetaSchedule's own ``"evolutionary"`` / ``"replay-trace"`` strategies, for comparisons),
-a persistent fast builder and a low-overhead runner, into a JSON database in ``work_dir``
--> :func:`tvm_plugin.metaschedule.build.compile_model` on the unfused module -> measure the tuned and
-the untuned model.
+The settings are one frozen :class:`~tvm_plugin.metaschedule.options.MetaScheduleOptions`;
+the result is plain data (:class:`~tvm_plugin.metaschedule.options.ModelTuning`), which
+the API floor (:mod:`dcoc.api.cpu`) turns into a ``TuneResult`` and saves.
+
+Steps, one function each: **extract** (import with ``tvm_plugin.frontend.load``, legalize
++ fuse, the MetaSchedule tasks and their tune contexts) -> **tune** (``ms.tune_tasks``
+with a :class:`~tvm_plugin.metaschedule.strategy.TunerStrategy`, or MetaSchedule's own
+``"evolutionary"`` / ``"replay-trace"`` strategies for comparisons, a persistent fast
+builder and a low-overhead runner, into a JSON database in ``work_dir``; then each task's
+best record) -> **compile** (:func:`tvm_plugin.metaschedule.build.compile_model` on the
+unfused module) -> **measure** (the tuned and the untuned model, ONNX Runtime) ->
+**compare** (the console's speed-up line).
 
 Resume: the database is MetaSchedule's JSONDatabase in ``work_dir``
 (``database_workload.json``, ``database_tuning_record.json``).  Rerunning with the same
@@ -30,9 +36,10 @@ final per-task table on stderr (``progress=False`` silences both, a callable rec
 them instead).
 
 Work dir: like the VTA path it belongs to one model and target (``dcoc_run.json``, see
-:mod:`dcoc.workdir`); the result is saved to ``work_dir/result.json`` (the tuning curve is
-its ``history``), and ``work_dir/ms_tasks.json`` names the database's workloads so that
-``dcoc records`` / ``dcoc plot`` can read the database without TVM.
+:mod:`dcoc.workdir`); the API floor saves the result to ``work_dir/result.json`` (the
+tuning curve is its ``history``, which a resumed run continues), and
+``work_dir/ms_tasks.json`` names the database's workloads so that ``dcoc records`` /
+``dcoc plot`` can read the database without TVM.
 """
 from __future__ import annotations
 
@@ -40,11 +47,11 @@ import math
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from dcoc.baselines import speed_line, untuned_phrase
 from dcoc.errors import DcocError, TargetError
-from dcoc.results.result import TuneResult
+from dcoc.reference import speed_line, untuned_phrase
 from dcoc.tuners import DEFAULT as DEFAULT_TUNER
 from tvm_plugin.metaschedule.database import (
     drop_slower_than_untuned,
@@ -52,6 +59,7 @@ from tvm_plugin.metaschedule.database import (
     recorded_bests,
     write_task_names,
 )
+from tvm_plugin.metaschedule.options import MetaScheduleOptions, ModelTuning
 from tvm_plugin.metaschedule.progress import (
     TuningProgress,
     metaschedule_logging_guard,
@@ -67,9 +75,15 @@ from tvm_plugin.metaschedule.task_budget import (
     first_round_order,
 )
 
-#: names of MetaSchedule's own strategies accepted as ``tuner``
-MS_STRATEGIES = {"evolutionary": "evolutionary", "replay-trace": "replay-trace",
-                 "replay_trace": "replay-trace", "replay-func": "replay-func"}
+#: how MetaSchedule's own strategies run -- the names are :data:`dcoc.tuners.METASCHEDULE`'s
+#: (the one name table; every other name is a dcoc tuner): (their class in
+#: ``ms.search_strategy``, the cost model they want, what they run in words)
+MS_STRATEGIES = {
+    "evolutionary": ("EvolutionarySearch", "xgb",
+                     "MetaSchedule EvolutionarySearch (its defaults) + XGBoost cost model"),
+    "replay-trace": ("ReplayTrace", "random",
+                     "MetaSchedule ReplayTrace: random traces, no cost model"),
+}
 
 
 def make_strategy(tuner: str = DEFAULT_TUNER, seed: int = 0,
@@ -81,26 +95,16 @@ def make_strategy(tuner: str = DEFAULT_TUNER, seed: int = 0,
     if given; ``"xgb"``: MetaSchedule's XGBoost cost model).
     ``"replay-trace"`` -> (ReplayTrace, ``"random"``: it uses no cost model).
     """
-    from tvm.s_tir import meta_schedule as ms
-
     name = str(tuner).lower()
     if name in MS_STRATEGIES:
-        kind = MS_STRATEGIES[name]
-        if kind == "evolutionary":
-            kw = {"population_size": int(population)} if population else {}
-            return ms.search_strategy.EvolutionarySearch(**kw), "xgb"
-        if kind == "replay-trace":
-            return ms.search_strategy.ReplayTrace(), "random"
-        return ms.search_strategy.ReplayFunc(), "random"
+        from tvm.s_tir import meta_schedule as ms
+
+        cls, cost_model, _ = MS_STRATEGIES[name]
+        kw = {"population_size": int(population)} if population and name == "evolutionary" else {}
+        return getattr(ms.search_strategy, cls)(**kw), cost_model
     from tvm_plugin.metaschedule.strategy import TunerStrategy
 
     return TunerStrategy(tuner=str(tuner), seed=seed, tuner_kwargs=dict(tuner_kwargs or {})), "random"
-
-
-#: what MetaSchedule's own strategies run, in words
-MS_METHODS = {"evolutionary": "MetaSchedule EvolutionarySearch (its defaults) + XGBoost cost model",
-              "replay-trace": "MetaSchedule ReplayTrace: random traces, no cost model",
-              "replay-func": "MetaSchedule ReplayFunc: random schedules, no cost model"}
 
 
 def _method(tuner, tasks: dict) -> str:
@@ -109,7 +113,7 @@ def _method(tuner, tasks: dict) -> str:
     tune (one fixed schedule)."""
     name = str(tuner).lower()
     if name in MS_STRATEGIES:
-        return MS_METHODS[MS_STRATEGIES[name]]
+        return MS_STRATEGIES[name][2]
     from dcoc.tuners import describe
 
     text = describe(tuner)
@@ -145,19 +149,13 @@ def _py(x):
     return str(x)
 
 
-def tune_model(model, target="llvm", trials: int = 256, tuner: str = DEFAULT_TUNER, seed: int = 0,
-               work_dir: str | None = None, runner: Any = "local",
-               input_shapes: Mapping[str, Sequence[int]] | None = None, *,
-               trials_per_task: int | None = None,
-               num_trials_per_iter: int | None = None, builder: Any = "persistent",
-               strategy: Any = None, cost_model: Any = None, tuner_kwargs: Mapping | None = None,
-               task_scheduler: Any = "gradient", population: int | None = None,
-               measure: bool = True, baseline: bool = True, progress: Any = True,
-               timeout_sec: float = 30.0, latency_repeat: int = 5,
-               keep_untuned_if_faster: bool = True, verbose: bool = False,
-               flush_cache: bool = False, time_budget: float | None = None,
-               onnxruntime: bool = True) -> TuneResult:
-    """Tune ``model`` for an llvm/cuda target; returns a :class:`dcoc.results.result.TuneResult`.
+# ============================================================================ entry
+def tune_model(model, target="llvm", options: MetaScheduleOptions | None = None, *,
+               work_dir: str | None = None,
+               input_shapes: Mapping[str, Sequence[int]] | None = None,
+               **settings) -> ModelTuning:
+    """Tune ``model`` for an llvm/cuda target; returns a
+    :class:`~tvm_plugin.metaschedule.options.ModelTuning` (plain data).
 
     Parameters
     ----------
@@ -165,6 +163,14 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = DEFAULT_TUN
         :class:`tvm_plugin.frontend.Model`.
     target: ``"llvm"`` (this machine: host ``mcpu``, physical cores), ``"cuda"``, a TVM
         target JSON dict (``num-cores`` is added when missing) or a ``tvm.target.Target``.
+    options: a :class:`~tvm_plugin.metaschedule.options.MetaScheduleOptions`; ``settings``
+        (its field names, e.g. ``trials=64, tuner="xgb"``) replace its fields.
+    work_dir: database + logs (created; a temporary directory when None).  Reusing it
+        resumes (see module docstring).
+    input_shapes: ``{input: shape}`` for models with dynamic input dimensions.
+
+    The settings:
+
     trials: total measurement budget over all tasks (``max_trials_global``); a run of a dcoc
         tuner measures exactly this many candidates unless a task's space runs out or
         ``time_budget`` ends it (MetaSchedule's own strategies cut a batch only at a task's
@@ -174,10 +180,7 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = DEFAULT_TUN
         MetaSchedule's ``"evolutionary"`` (EvolutionarySearch with its XGBoost cost model) /
         ``"replay-trace"`` (ReplayTrace), at their authors' defaults (for comparisons).
     seed: the one seed (strategy and MetaSchedule's design-space generation).
-    work_dir: database + logs (created; a temporary directory when None).  Reusing it
-        resumes (see module docstring).
     runner: ``"local"`` or ``"rpc://HOST:PORT/KEY"`` (or a MetaSchedule Runner).
-    input_shapes: ``{input: shape}`` for models with dynamic input dimensions.
     trials_per_task: cap per task (default: ``trials``).
     num_trials_per_iter: candidates per measured batch (default:
         :func:`~tvm_plugin.metaschedule.task_budget.batch_size`, ``trials // (2 x tasks)``
@@ -201,7 +204,7 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = DEFAULT_TUN
         model come after): no new batch starts once they are spent; what was measured is
         kept and ``result.extra["stopped_on_time"]`` says so.
     onnxruntime: llvm: also time the ONNX model in ONNX Runtime on the thread count TVM's
-        runtime uses (:func:`dcoc.baselines.onnxruntime_latency_ms`): ``result.onnxruntime_ms``.
+        runtime uses (:func:`dcoc.reference.onnxruntime_latency_ms`): ``result.onnxruntime_ms``.
     flush_cache: llvm only: time every candidate cold -- one run per repeat, each after the
         CPU caches are flushed of its arguments (``number=1, repeat=10, min_repeat_ms=0``,
         :func:`tvm_plugin.metaschedule.build.evaluator_config`), as a kernel meets its weights inside a
@@ -210,50 +213,63 @@ def tune_model(model, target="llvm", trials: int = 256, tuner: str = DEFAULT_TUN
         "MetaSchedule").  The work dir remembers it: a warm and a cold run never share a
         database.
     """
-    from tvm_plugin import frontend as F
-    from tvm_plugin.metaschedule.build import preload_tensor_intrin
+    opts = MetaScheduleOptions.of(options, **settings)
+    from tvm_plugin.metaschedule.build import make_runner, preload_tensor_intrin
 
     preload_tensor_intrin()
-
     t_start = time.perf_counter()
+    spec = _tuning_target(target)
+    cold = _cold_evaluator(spec, opts)
+    work_dir = os.path.abspath(work_dir or tempfile.mkdtemp(prefix="dcoc-ms-"))
+    m, tasks = _load_tasks(model, spec, input_shapes)
+    from dcoc.workdir import claim_work_dir, model_identity
+
+    ident = model_identity(m.name if model is m else model, input_shapes)
+    claim_work_dir(work_dir, {**ident, "target": _target_identity(spec.tvm),
+                              "timing": "cold" if opts.flush_cache else None})
+    runner = opts.runner
+    if cold is not None:  # built after the checks: a refused run builds no runner
+        runner = make_runner(runner, timeout_sec=opts.timeout_sec, evaluator=cold)
+    os.makedirs(os.path.join(work_dir, "logs"), exist_ok=True)
+    with native_stderr_to(os.path.join(work_dir, "logs", "tvm.log"), enabled=not opts.verbose):
+        return _tune_model(m, spec, tasks, opts, runner, work_dir, t_start)
+
+
+def _tuning_target(target):
+    """The resolved llvm/cuda target (a one-line error for VTA)."""
+    from tvm_plugin import frontend as F
+
     spec = F.resolve_target(target)
     if spec.is_vta:
         raise TargetError("tune_model tunes llvm/cuda targets; use dcoc.tune(model, "
                           "target='vta') for the VTA accelerator")
-    tgt = spec.tvm
-    if int(trials) < 1:
-        raise DcocError(f"trials must be >= 1, got {trials}")
-    if time_budget is not None and not float(time_budget) > 0:
-        raise DcocError(f"time_budget must be > 0 seconds, got {time_budget}")
-    if flush_cache:
-        from tvm_plugin.metaschedule.build import evaluator_config, make_runner
+    return spec
 
-        if spec.kind != "llvm":
-            raise TargetError(f"flush_cache flushes CPU caches: it times llvm targets, not "
-                              f"{spec.kind}")
-        if not isinstance(runner, str):
-            raise DcocError("flush_cache needs the runner as 'local' or 'rpc://HOST:PORT/KEY' "
-                            "(a Runner object carries its own EvaluatorConfig)")
-        cold = evaluator_config(flush_cache=True)
-    work_dir = os.path.abspath(work_dir or tempfile.mkdtemp(prefix="dcoc-ms-"))
-    from dcoc.workdir import claim_work_dir, model_identity
+
+def _cold_evaluator(spec, opts: MetaScheduleOptions):
+    """The cold-cache EvaluatorConfig with ``flush_cache`` (None without), after its checks."""
+    if not opts.flush_cache:
+        return None
+    from tvm_plugin.metaschedule.build import evaluator_config
+
+    if spec.kind != "llvm":
+        raise TargetError(f"flush_cache flushes CPU caches: it times llvm targets, not "
+                          f"{spec.kind}")
+    if not isinstance(opts.runner, str):
+        raise DcocError("flush_cache needs the runner as 'local' or 'rpc://HOST:PORT/KEY' "
+                        "(a Runner object carries its own EvaluatorConfig)")
+    return evaluator_config(flush_cache=True)
+
+
+def _load_tasks(model, spec, input_shapes):
+    """(the loaded model, its MetaSchedule tasks); a model without any is a one-line error."""
+    from tvm_plugin import frontend as F
 
     m = model if isinstance(model, F.Model) else F.load(model, input_shapes)
     tasks = m.tasks(spec)
     if not tasks:
         raise DcocError(f"model '{m.name}' has no tunable operators for {spec.kind}")
-    ident = model_identity(model if not isinstance(model, F.Model) else m.name, input_shapes)
-    claim_work_dir(work_dir, {**ident, "target": _target_identity(tgt),
-                              "timing": "cold" if flush_cache else None})
-    if flush_cache:  # built after the checks: a refused run builds no runner
-        runner = make_runner(runner, timeout_sec=timeout_sec, evaluator=cold)
-    os.makedirs(os.path.join(work_dir, "logs"), exist_ok=True)
-    with native_stderr_to(os.path.join(work_dir, "logs", "tvm.log"), enabled=not verbose):
-        return _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
-                           trials_per_task, num_trials_per_iter, builder, strategy, cost_model,
-                           tuner_kwargs, task_scheduler, population, measure, baseline,
-                           progress, timeout_sec, latency_repeat, keep_untuned_if_faster,
-                           verbose, t_start, time_budget, onnxruntime)
+    return m, tasks
 
 
 def _target_identity(tgt) -> str:
@@ -266,139 +282,217 @@ def _target_identity(tgt) -> str:
         return str(tgt)
 
 
-def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
-                trials_per_task, num_trials_per_iter, builder, strategy, cost_model,
-                tuner_kwargs, task_scheduler, population, measure, baseline, progress,
-                timeout_sec, latency_repeat, keep_untuned_if_faster, verbose, t_start,
-                time_budget=None, onnxruntime=True):
-    from tvm.s_tir import meta_schedule as ms
+def _tune_model(m, spec, tasks, opts: MetaScheduleOptions, runner, work_dir: str,
+                t_start: float) -> ModelTuning:
+    """The steps: extract, tune, compile, measure, compare; then the result."""
+    ext = _extract(tasks, opts, work_dir)
+    run = _tune(m, spec, ext, opts, runner, work_dir, t_start)
+    schedules, layers, no_schedule = _task_results(ext, run, spec.kind)
+    say(opts.progress, run.prog.table())
+    ex, report, kept_untuned = _compile(m, spec.tvm, ext, run.db, opts)
+    untuned_tasks = no_schedule + kept_untuned
+    if untuned_tasks:
+        say(opts.progress, f"dcoc: {untuned_phrase(len(untuned_tasks), len(ext.task_info), len(no_schedule))}: "
+                           + ", ".join(untuned_tasks[:6]) + (" ..." if len(untuned_tasks) > 6 else ""))
+    t = _measure(m, spec, ex, opts)
+    if opts.measure:
+        _compare(t, run.tune_seconds, opts.progress)
+    from tvm_plugin.metaschedule.build import make_model_runner
 
-    from tvm_plugin.metaschedule.build import (
-        close_builder,
-        compile_model,
-        make_builder,
-        make_model_runner,
-        make_runner,
-        measure_latency,
-        random_inputs,
+    strat_results = run.strategy_results
+    result = ModelTuning(
+        target=str(spec.tvm), tuner=str(opts.tuner), seed=int(opts.seed),
+        latency_ms=float(t.latency), baseline_latency_ms=float(t.baseline), trials=int(run.n_records),
+        schedules=schedules, history=run.prog.history, layers=layers,
+        method=_method(opts.tuner, strat_results), model=m.name, work_dir=work_dir,
+        wall_seconds=time.perf_counter() - t_start, executable=ex,
+        extra={"target_kind": spec.kind, "new_trials": run.prog.total,
+               "recorded_trials": run.n_recorded,
+               "timing": "cold" if run.cold else "warm",
+               "tuning_seconds": round(run.tune_seconds, 2),
+               "time_budget_s": float(opts.time_budget) if opts.time_budget else None,
+               "stopped_on_time": run.stopped_on_time,
+               "n_tasks": len(ext.task_info),
+               "untuned_tasks": untuned_tasks, "unmeasured_tasks": no_schedule,
+               "tuned_functions": report["tuned"], "untuned_functions": report["untuned"],
+               "kept_untuned": kept_untuned,
+               "runtime_threads": t.threads,
+               "tasks": [{k: v for k, v in s.items() if k != "history"}
+                         for s in strat_results.values()]},
+        onnxruntime_ms=float(t.ort) if math.isfinite(t.ort) else None,
     )
+    result.run = make_model_runner(ex, spec.tvm, list(m.input_shapes), m.input_dtypes)
+    write_task_names(run.db, ext.ctxs, ext.task_info, work_dir)
+    return result
 
-    ms_tasks = [t.ms_task for t in tasks]
+
+# ========================================================================= extract
+@dataclass
+class _Extracted:
+    """The tune contexts of a model's tasks, with the strategy they search with."""
+
+    ctxs: list
+    weights: list
+    task_info: list  # {"name", "ms_name", "flop", "weight"} per context
+    strategy: Any
+    cost_model: Any
+
+
+def _extract(tasks, opts: MetaScheduleOptions, work_dir: str) -> _Extracted:
+    """MetaSchedule's tune contexts for ``tasks``, searched by the strategy of ``opts``."""
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.analysis import estimate_tir_flops
+
     names = {t.ms_task.task_name: t.name for t in tasks}
-
+    strategy = opts.strategy
     if strategy is None:
-        strategy, default_cm = make_strategy(tuner, seed, tuner_kwargs, population)
+        strategy, default_cm = make_strategy(opts.tuner, opts.seed, opts.tuner_kwargs, opts.population)
     else:
         default_cm = "random"
-    cost_model = cost_model or default_cm
-    lg, old_level = silence_metaschedule(verbose)
+    lg, old_level = silence_metaschedule(opts.verbose)
     try:
         with metaschedule_logging_guard():
             ctxs, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
-                ms_tasks, work_dir, strategy=strategy, seed=seed)
+                [t.ms_task for t in tasks], work_dir, strategy=strategy, seed=opts.seed)
     finally:
         lg.setLevel(old_level)
     task_info = []
-    for ctx in ctxs:
-        from tvm.s_tir.analysis import estimate_tir_flops
-
+    for ctx, w in zip(ctxs, weights):
         try:
             flop = float(estimate_tir_flops(ctx.mod))
         except Exception:  # noqa: BLE001
             flop = 0.0
         task_info.append({"name": names.get(str(ctx.task_name), str(ctx.task_name)),
-                          "ms_name": str(ctx.task_name), "flop": flop})
-    for info, w in zip(task_info, weights):
-        info["weight"] = float(w)
+                          "ms_name": str(ctx.task_name), "flop": flop, "weight": float(w)})
+    return _Extracted(ctxs, weights, task_info, strategy, opts.cost_model or default_cm)
 
-    auto_batch = num_trials_per_iter is None
-    if auto_batch:
-        num_trials_per_iter = batch_size(int(trials), len(ctxs))
+
+# ============================================================================ tune
+@dataclass
+class _TuningRun:
+    """What the search left: the database, the progress (trials per task, the curve)."""
+
+    db: Any
+    prog: TuningProgress
+    n_recorded: int
+    cold: bool
+    stopped_on_time: bool
+    tune_seconds: float
+    strategy_results: dict
+    n_records: int = 0
+
+
+def _tune(m, spec, ext: _Extracted, opts: MetaScheduleOptions, runner, work_dir: str,
+          t_start: float) -> _TuningRun:
+    """Measure the trials (or what a time budget leaves time for) into the database."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tvm_plugin.metaschedule.build import close_builder, make_builder, make_runner
+
+    trials = opts.trials
     db = ms.database.JSONDatabase(work_dir=work_dir)
-    recorded = recorded_bests(db, ctxs)
+    recorded = recorded_bests(db, ext.ctxs)
     n_recorded = sum(n for n, _ in recorded.values())
     history = previous_history(work_dir) if n_recorded else []
-    b = make_builder(builder)
-    r = make_runner(runner, timeout_sec=timeout_sec)
+    b = make_builder(opts.builder)
+    r = make_runner(runner, timeout_sec=opts.timeout_sec)
     cold = bool(getattr(getattr(r, "evaluator_config", None), "enable_cpu_cache_flush", False))
-    prog = TuningProgress(task_info, int(trials), progress, t_start, recorded, history)
-    say(progress, f"dcoc: tuning {m.name} for {spec.kind} ({len(ctxs)} tasks, {trials} trials"
-                   + (f", time budget {time_budget:g} s" if time_budget else "")
-                   + f", tuner {tuner}, seed {seed}); MetaSchedule logs in {work_dir}/logs")
+    prog = TuningProgress(ext.task_info, int(trials), opts.progress, t_start, recorded, history)
+    say(opts.progress, f"dcoc: tuning {m.name} for {spec.kind} ({len(ext.ctxs)} tasks, {trials} trials"
+                       + (f", time budget {opts.time_budget:g} s" if opts.time_budget else "")
+                       + f", tuner {opts.tuner}, seed {opts.seed}); MetaSchedule logs in {work_dir}/logs")
     if n_recorded:
-        counted = ("counted against the budget" if hasattr(strategy, "limit_total")
-                   else f"the starting population of {MS_STRATEGIES.get(str(tuner).lower(), tuner)}, "
+        name = str(opts.tuner).lower()
+        counted = ("counted against the budget" if hasattr(ext.strategy, "limit_total")
+                   else f"the starting population of {name if name in MS_STRATEGIES else opts.tuner}, "
                         "which spends the full budget again")
-        say(progress, f"dcoc: resuming: {n_recorded} recorded trials in {work_dir} ({counted})")
-    warn = coverage_warning(int(trials), len(ctxs))
+        say(opts.progress, f"dcoc: resuming: {n_recorded} recorded trials in {work_dir} ({counted})")
+    warn = coverage_warning(int(trials), len(ext.ctxs))
     if warn:
-        say(progress, "dcoc: warning: " + warn)
-    # Phases (global budget after the phase, batch size): one, unless a wall-clock budget
-    # binds before the trials do -- then every task's first trial comes in a phase of
-    # one-trial batches, so the first round reaches every task before the time is spent.
-    phases = [(int(trials), int(num_trials_per_iter))]
-    if (time_budget and auto_batch and task_scheduler == "gradient" and not n_recorded
-            and num_trials_per_iter > 1):
-        phases.insert(0, (min(int(trials), len(ctxs)), 1))
-    order = first_round_order([t["weight"] for t in task_info], [t["flop"] for t in task_info])
+        say(opts.progress, "dcoc: warning: " + warn)
+    try:
+        stopped_on_time, t_tune = _run_phases(ext, opts, db, b, r, prog, work_dir, n_recorded)
+    finally:
+        if isinstance(opts.builder, str):
+            close_builder(b)
+    if stopped_on_time:
+        say(opts.progress, f"dcoc: time budget of {opts.time_budget:g} s spent: stopped after "
+                           f"{prog.total} of {trials} trials (every measured trial is recorded)")
+    return _TuningRun(db, prog, n_recorded, cold, stopped_on_time, time.perf_counter() - t_tune,
+                      dict(getattr(ext.strategy, "results", {}) or {}))
+
+
+def _run_phases(ext: _Extracted, opts: MetaScheduleOptions, db, builder, runner,
+                prog: TuningProgress, work_dir: str, n_recorded: int) -> tuple[bool, float]:
+    """``ms.tune_tasks`` once per phase: (whether the time budget stopped it, the
+    ``time.perf_counter()`` the search started at).
+
+    Phases (global budget after the phase, batch size): one, unless a wall-clock budget
+    binds before the trials do -- then every task's first trial comes in a phase of
+    one-trial batches, so the first round reaches every task before the time is spent."""
+    from tvm.s_tir import meta_schedule as ms
+
+    trials, time_budget, strategy = int(opts.trials), opts.time_budget, ext.strategy
+    per_iter = opts.num_trials_per_iter
+    if per_iter is None:
+        per_iter = batch_size(trials, len(ext.ctxs))
+    phases = [(trials, int(per_iter))]
+    if (time_budget and opts.num_trials_per_iter is None and opts.task_scheduler == "gradient"
+            and not n_recorded and per_iter > 1):
+        phases.insert(0, (min(trials, len(ext.ctxs)), 1))
+    order = first_round_order([t["weight"] for t in ext.task_info], [t["flop"] for t in ext.task_info])
+    cost_model = ext.cost_model
     if isinstance(cost_model, str) and len(phases) > 1:  # one model over both phases
-        cost_model = ms.cost_model.CostModel.create(cost_model, num_tuning_cores=ctxs[0].num_threads,
+        cost_model = ms.cost_model.CostModel.create(cost_model, num_tuning_cores=ext.ctxs[0].num_threads,
                                                     tree_method="auto")
     t_tune = time.perf_counter()
     deadline = t_tune + float(time_budget) if time_budget else None
-    stopped_on_time, history = False, None
-    lg, old_level = silence_metaschedule(verbose)
+    history = None
+    lg, old_level = silence_metaschedule(opts.verbose)
     try:
-        for k, (upto, per_iter) in enumerate(phases):
+        for k, (upto, batch) in enumerate(phases):
             left = upto - prog.total
             if left <= 0:
                 continue
             if deadline is not None and time.perf_counter() >= deadline:
-                stopped_on_time = True
-                break
-            if task_scheduler == "gradient":
-                sched = BudgetScheduler(order=order if k == 0 else [], seed=seed,
+                return True, t_tune
+            if opts.task_scheduler == "gradient":
+                sched = BudgetScheduler(order=order if k == 0 else [], seed=opts.seed,
                                         deadline=deadline, history=history)
             else:
-                sched = task_scheduler
+                sched = opts.task_scheduler
             if hasattr(strategy, "limit_total"):  # dcoc strategies: no batch past `upto`
                 strategy.limit_total(upto)
             callbacks = MEASURE_CALLBACKS() + [progress_callback(prog)]
             if hasattr(sched, "callback"):
                 callbacks.append(sched.callback())
-            ms.tune_tasks(tasks=ctxs, task_weights=weights, work_dir=work_dir,
+            ms.tune_tasks(tasks=ext.ctxs, task_weights=ext.weights, work_dir=work_dir,
                           max_trials_global=int(left),
-                          max_trials_per_task=int(trials_per_task or trials),
-                          num_trials_per_iter=int(per_iter), builder=b, runner=r,
+                          max_trials_per_task=int(opts.trials_per_task or opts.trials),
+                          num_trials_per_iter=int(batch), builder=builder, runner=runner,
                           database=db, cost_model=cost_model, measure_callbacks=callbacks,
                           task_scheduler=sched)
             history = getattr(sched, "history", None)
             if getattr(sched, "stopped_on_time", False):
-                stopped_on_time = True
-                break
+                return True, t_tune
     finally:
         lg.setLevel(old_level)
-        if isinstance(builder, str):
-            close_builder(b)
-    if stopped_on_time:
-        say(progress, f"dcoc: time budget of {time_budget:g} s spent: stopped after "
-                       f"{prog.total} of {trials} trials (every measured trial is recorded)")
-    tune_seconds = time.perf_counter() - t_tune
+    return False, t_tune
 
-    # ------------------------------------------------------------- results per task
-    strat_results = dict(getattr(strategy, "results", {}) or {})
-    schedules, layers = {}, []
-    n_records = 0
-    no_schedule = []  # tasks without a valid record: they keep TVM's default code
-    for i, (ctx, info) in enumerate(zip(ctxs, task_info)):
+
+def _task_results(ext: _Extracted, run: _TuningRun, kind: str) -> tuple[dict, list, list]:
+    """Each task's best record: (schedules, layer rows, the tasks without a valid record,
+    which keep TVM's default code); counts the run's records into ``run.n_records``."""
+    db, prog = run.db, run.prog
+    schedules, layers, no_schedule = {}, [], []
+    for i, (ctx, info) in enumerate(zip(ext.ctxs, ext.task_info)):
         best = None
         if db.has_workload(ctx.mod):
-            wl = db.commit_workload(ctx.mod)
-            top = db.get_top_k(wl, 1)
+            top = db.get_top_k(db.commit_workload(ctx.mod), 1)
             best = top[0] if len(top) else None
-        summary = strat_results.get(info["ms_name"], {})
+        summary = run.strategy_results.get(info["ms_name"], {})
         n_task = prog.recorded[i] + prog.trials[i]
-        n_records += n_task
+        run.n_records += n_task
         lat = float(sum(float(x) for x in best.run_secs) / len(best.run_secs)) if best else math.inf
         if not math.isfinite(lat) or lat >= 1e9:
             lat = math.inf
@@ -413,80 +507,62 @@ def _tune_model(m, spec, tgt, tasks, trials, tuner, seed, work_dir, runner,
                "weight": info["weight"], "flop": info["flop"],
                "latency_ms": lat * 1e3 if math.isfinite(lat) else None,
                "gflops": info["flop"] / lat / 1e9 if math.isfinite(lat) and lat > 0 else 0.0,
-               "trials": n_task, "device": spec.kind}
+               "trials": n_task, "device": kind}
         if math.isfinite(lat):
             row["ms"] = lat * 1e3
         layers.append(row)
-    say(progress, prog.table())
+    return schedules, layers, no_schedule
 
-    # ----------------------------------------------------------- compile + measure
-    names_in = list(m.input_shapes)
-    inputs = random_inputs(m.input_shapes, m.input_dtypes, seed=seed)
+
+# ========================================================================= compile
+def _compile(m, tgt, ext: _Extracted, db, opts: MetaScheduleOptions) -> tuple[Any, dict, list]:
+    """The model compiled with each task's best record -- minus the tasks whose untuned
+    code is faster (``keep_untuned_if_faster``): (executable, report, those tasks)."""
+    from tvm_plugin.metaschedule.build import compile_model
+
     kept_untuned: list = []
     apply_db = db
-    if keep_untuned_if_faster:
-        apply_db, kept_untuned = drop_slower_than_untuned(db, ctxs, task_info, tgt)
+    if opts.keep_untuned_if_faster:
+        apply_db, kept_untuned = drop_slower_than_untuned(db, ext.ctxs, ext.task_info, tgt)
     ex, report = compile_model(apply_db, m.mod, tgt)
-    untuned_tasks = no_schedule + kept_untuned
-    if untuned_tasks:
-        say(progress, f"dcoc: {untuned_phrase(len(untuned_tasks), len(task_info), len(no_schedule))}: "
-                       + ", ".join(untuned_tasks[:6]) + (" ..." if len(untuned_tasks) > 6 else ""))
-    latency = baseline_latency = ort_ms = math.nan
-    arrays = [inputs[n] for n in names_in]
-    threads = runtime_threads() if spec.kind == "llvm" else None
-    if measure:
-        latency = measure_latency(ex, tgt, arrays, repeat=latency_repeat)["median_ms"]
-    if baseline:
+    return ex, report, kept_untuned
+
+
+# ========================================================================= measure
+@dataclass
+class _Timing:
+    """The tuned model's, the untuned model's and ONNX Runtime's latency (ms; nan: not
+    measured) and the TVM runtime's threads (llvm; else None)."""
+
+    latency: float = math.nan
+    baseline: float = math.nan
+    ort: float = math.nan
+    threads: int | None = None
+
+
+def _measure(m, spec, ex, opts: MetaScheduleOptions) -> _Timing:
+    """Time the tuned model, the untuned one (``baseline``) and ONNX Runtime (llvm) on the
+    same seeded inputs."""
+    from tvm_plugin.metaschedule.build import compile_model, measure_latency, pool_threads, random_inputs
+
+    tgt = spec.tvm
+    inputs = random_inputs(m.input_shapes, m.input_dtypes, seed=opts.seed)
+    arrays = [inputs[n] for n in m.input_shapes]
+    t = _Timing(threads=pool_threads() if spec.kind == "llvm" else None)
+    if opts.measure:
+        t.latency = measure_latency(ex, tgt, arrays, repeat=opts.latency_repeat)["median_ms"]
+    if opts.baseline:
         ex0, _ = compile_model(None, m.mod, tgt)
-        baseline_latency = measure_latency(ex0, tgt, arrays, repeat=3)["median_ms"]
-    if onnxruntime and measure and spec.kind == "llvm":
-        ort_ms = _onnxruntime_ms(m, inputs, threads, progress)
-    if measure:
-        say(progress, "dcoc: " + speed_line(latency, baseline_latency, ort_ms, threads)
-             + f"; tuning took {tune_seconds:.1f} s")
-
-    result = TuneResult(
-        target=str(tgt), tuner=str(tuner), seed=int(seed), latency_ms=float(latency),
-        baseline_latency_ms=float(baseline_latency), trials=int(n_records),
-        schedules=schedules, history=prog.history, layers=layers,
-        method=_method(tuner, strat_results), model=m.name, work_dir=work_dir,
-        database_path=work_dir, wall_seconds=time.perf_counter() - t_start, executable=ex,
-        extra={"target_kind": spec.kind, "new_trials": prog.total, "recorded_trials": n_recorded,
-               "timing": "cold" if cold else "warm",
-               "tuning_seconds": round(tune_seconds, 2),
-               "time_budget_s": float(time_budget) if time_budget else None,
-               "stopped_on_time": stopped_on_time,
-               "n_tasks": len(task_info),
-               "untuned_tasks": untuned_tasks, "unmeasured_tasks": no_schedule,
-               "tuned_functions": report["tuned"], "untuned_functions": report["untuned"],
-               "kept_untuned": kept_untuned,
-               "runtime_threads": threads,
-               "tasks": [{k: v for k, v in s.items() if k != "history"}
-                         for s in strat_results.values()]},
-    )
-    if math.isfinite(ort_ms):
-        result.onnxruntime_ms = float(ort_ms)
-    result._runner = make_model_runner(ex, tgt, names_in, m.input_dtypes)
-    write_task_names(db, ctxs, task_info, work_dir)
-    result.save(os.path.join(work_dir, "result.json"))
-    return result
-
-
-def runtime_threads() -> int:
-    """The number of threads TVM's CPU runtime runs a model on (``TVM_NUM_THREADS``, else
-    TVM's own default: on x86, half the logical CPUs)."""
-    import tvm
-
-    try:
-        return int(tvm.get_global_func("runtime.NumThreads")())
-    except Exception:  # noqa: BLE001
-        return 1
+        t.baseline = measure_latency(ex0, tgt, arrays, repeat=3)["median_ms"]
+    if opts.onnxruntime and opts.measure and spec.kind == "llvm":
+        t.ort = _onnxruntime_ms(m, inputs, t.threads, opts.progress)
+    return t
 
 
 def _onnxruntime_ms(m, inputs: dict, threads: int | None, progress) -> float:
     """ONNX Runtime's latency of the model (same inputs, ``threads`` intra-op threads), or
     nan (with a console line) when it cannot run the model."""
-    from dcoc.baselines import onnxruntime_latency_ms
+    from dcoc.reference import onnxruntime_latency_ms
 
     src = m.path if m.path and os.path.exists(m.path) else getattr(m, "onnx", None)
     if src is None:
@@ -499,6 +575,13 @@ def _onnxruntime_ms(m, inputs: dict, threads: int | None, progress) -> float:
         return math.nan
 
 
+# ========================================================================= compare
+def _compare(t: _Timing, tune_seconds: float, progress) -> None:
+    """The console's speed-up line: tuned vs untuned TVM vs ONNX Runtime."""
+    say(progress, "dcoc: " + speed_line(t.latency, t.baseline, t.ort, t.threads)
+        + f"; tuning took {tune_seconds:.1f} s")
+
+
 def MEASURE_CALLBACKS() -> list:  # noqa: N802
     """MetaSchedule's default callbacks (AddToDatabase, RemoveBuildArtifact, UpdateCostModel)."""
     from tvm.s_tir import meta_schedule as ms
@@ -506,4 +589,4 @@ def MEASURE_CALLBACKS() -> list:  # noqa: N802
     return list(ms.measure_callback.MeasureCallback.create("default"))
 
 
-__all__ = ["tune_model", "make_strategy", "MS_STRATEGIES"]
+__all__ = ["tune_model", "make_strategy", "MS_STRATEGIES", "MetaScheduleOptions", "ModelTuning"]
