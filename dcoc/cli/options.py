@@ -29,7 +29,7 @@ import sys
 
 from dcoc.errors import ModelError
 from dcoc.results.text import render_table  # noqa: F401 - the commands' table format
-from dcoc.targets.registry import BOARD_NAMES, DEFAULT_TARGET
+from dcoc.targets.registry import BOARD_NAMES, DEFAULT_TARGET, REGISTRY, get
 
 MODEL_HELP = ("an ONNX file, a zoo model (resnet18, mobilenetv2, vgg16, transformer) or one of "
               "the light_* models shipped with onnx (e.g. light_resnet50); `dcoc models` "
@@ -75,14 +75,16 @@ def add_board_argument(parser: argparse.ArgumentParser, help: str) -> None:
 
 
 def check_board(args) -> str | None:
-    """``--board`` against ``--target``: an accelerator target takes its own boards; another
-    target (llvm, cuda) ignores the board but takes only a name some accelerator has."""
+    """``--board`` against ``--target``: an accelerator target takes its own boards (from
+    :data:`~dcoc.targets.registry.BOARD_NAMES`, else its board table); another target
+    (llvm, cuda) ignores the board but takes only a name some accelerator has."""
     board = getattr(args, "board", None)
     if board is None:
         return None
     target = str(getattr(args, "target", DEFAULT_TARGET)).strip().lower()
-    if target in BOARD_NAMES:
-        names, whose = BOARD_NAMES[target], f" for --target {target}"
+    if target in REGISTRY:  # a target missing from BOARD_NAMES: read its own table
+        names = BOARD_NAMES.get(target) or tuple(get(target).boards)
+        whose = f" for --target {target}"
     else:
         names, whose = tuple(dict.fromkeys(b for n in BOARD_NAMES.values() for b in n)), ""
     if board in names:

@@ -85,3 +85,20 @@ def test_the_api_refuses_a_board_of_another_target_in_one_line(target, board, tm
     assert "\n" not in msg and f"unknown board '{board}'" in msg
     assert all(b in msg for b in BOARD_NAMES[target])
     assert not wd.exists()  # before any work
+
+
+def test_a_target_missing_from_board_names_is_checked_against_its_own_table(capfd, monkeypatch):
+    """A newly registered target needs only its REGISTRY line: --board reads its table."""
+    from dcoc.cli import build_parser
+    from dcoc.targets import registry
+
+    monkeypatch.setitem(registry.REGISTRY, "toy", registry.REGISTRY["systolic"])
+    monkeypatch.setattr(registry, "_CACHE", dict(registry._CACHE))  # forget "toy" afterwards
+    assert "toy" not in BOARD_NAMES
+    parser = build_parser()
+    args = parser.parse_args(["tune", "m", "--target", "toy", "--board", "kv260"])
+    args._check(args)  # no SystemExit
+    rc, out, err = _main(["tune", "m", "--target", "toy", "--board", "pynq"], capfd)
+    assert rc == 2 and err.splitlines() == [
+        "dcoc: error: argument --board: invalid choice: 'pynq' for --target toy "
+        "(choose from arty-a7, kv260) (see 'dcoc tune --help')"]
