@@ -209,6 +209,72 @@ def _chan_vector(arr, ndim: int, axis: int, c: int):
     return np.broadcast_to(a.reshape(-1), (c,)).copy()
 
 
+def _absorb(g: Graph, i: int, kind: str, out_shape, ch_axis: int, claimed: set):
+    """Walk the single-user chain after the layer anchored at binding ``i`` and absorb the
+    elementwise ops VTA's ALU computes: ``(scale, shift, lo, hi, residual, chain, end)`` --
+    the per-channel affine, the clip bounds, the residual operand (or None), the absorbed
+    binding indices and the last binding of the layer."""
+    from tvm import relax
+
+    c = out_shape[ch_axis]
+    scale, shift = np.ones(c), np.zeros(c)
+    lo, hi = -math.inf, math.inf
+    residual, stage, chain = None, 0, []
+    cur = i
+    while True:
+        us = g.users.get(cur, [])
+        if len(us) != 1 or us[0] == -1:
+            break
+        j = us[0]
+        if j in claimed:  # absorbed by an earlier layer (e.g. its residual add)
+            break
+        ub = g.bindings[j]
+        uop = _op_name(ub.value)
+        if uop is None or _shape(ub.var) != out_shape or _dtype(ub.var) != "float32":
+            break
+        args = _call_args(ub.value)
+        mine = [k for k, a_ in enumerate(args) if g.key(a_) == cur]
+        if len(mine) != 1:
+            break
+        others = [a_ for k, a_ in enumerate(args) if k != mine[0]]
+        cv = g.const(others[0]) if len(others) == 1 else None
+        vec = _chan_vector(cv, len(out_shape), ch_axis, c) if cv is not None else None
+        affine_ok = stage == 0 and kind != "batch_matmul"
+        if uop == "relax.add" and vec is not None and affine_ok:
+            shift = shift + vec
+        elif uop == "relax.subtract" and vec is not None and affine_ok and mine[0] == 0:
+            shift = shift - vec
+        elif uop == "relax.multiply" and vec is not None and affine_ok:
+            scale, shift = scale * vec, shift * vec
+        elif uop == "relax.divide" and vec is not None and affine_ok and mine[0] == 0:
+            scale, shift = scale / vec, shift / vec
+        elif uop == "relax.add" and cv is None and len(others) == 1 and affine_ok and \
+                _shape(others[0]) == out_shape and _dtype(others[0]) == "float32" and \
+                isinstance(others[0], relax.Var):
+            residual, stage = others[0], 1
+        elif uop == "relax.nn.relu":
+            lo, stage = max(lo, 0.0), 2
+        elif uop == "relax.clip" and len(args) == 3 and len(mine) == 1 and mine[0] == 0:
+            try:
+                lo = max(lo, float(getattr(args[1].value, "value", args[1].value)))
+                hi = min(hi, float(getattr(args[2].value, "value", args[2].value)))
+            except AttributeError:
+                break
+            stage = 2
+        elif uop in _CLIP_LO | _CLIP_HI and cv is not None and np.size(cv) == 1:
+            v = float(np.asarray(cv).reshape(-1)[0])
+            if uop in _CLIP_LO:
+                lo = max(lo, v)
+            else:
+                hi = min(hi, v)
+            stage = 2
+        else:
+            break
+        chain.append(j)
+        cur = j
+    return scale, shift, lo, hi, residual, chain, cur
+
+
 def find_layers(mod, task_name, make_layer) -> Graph:
     """The quantizable layers of a prepared module (:func:`prepare`), in dataflow order.
 
@@ -218,8 +284,6 @@ def find_layers(mod, task_name, make_layer) -> Graph:
         weight, scale, shift, data, output, other, residual, clip, attrs, absorbed``); the
         records are ``Graph.layers``, read back by :func:`calibrate` and :func:`rewrite`.
     """
-    from tvm import relax
-
     g = Graph.of(mod)
     first_conv = True
     claimed: set[int] = set()
@@ -261,62 +325,8 @@ def find_layers(mod, task_name, make_layer) -> Graph:
         if name is None:
             continue
         out_shape = _shape(b.var)
-        c = out_shape[ch_axis]
-        scale, shift = np.ones(c), np.zeros(c)
-        lo, hi = -math.inf, math.inf
-        residual, stage, chain = None, 0, []
-        cur = i
-        while True:
-            us = g.users.get(cur, [])
-            if len(us) != 1 or us[0] == -1:
-                break
-            j = us[0]
-            if j in claimed:  # absorbed by an earlier layer (e.g. its residual add)
-                break
-            ub = g.bindings[j]
-            uop = _op_name(ub.value)
-            if uop is None or _shape(ub.var) != out_shape or _dtype(ub.var) != "float32":
-                break
-            args = _call_args(ub.value)
-            mine = [k for k, a_ in enumerate(args) if g.key(a_) == cur]
-            if len(mine) != 1:
-                break
-            others = [a_ for k, a_ in enumerate(args) if k != mine[0]]
-            cv = g.const(others[0]) if len(others) == 1 else None
-            vec = _chan_vector(cv, len(out_shape), ch_axis, c) if cv is not None else None
-            affine_ok = stage == 0 and kind != "batch_matmul"
-            if uop == "relax.add" and vec is not None and affine_ok:
-                shift = shift + vec
-            elif uop == "relax.subtract" and vec is not None and affine_ok and mine[0] == 0:
-                shift = shift - vec
-            elif uop == "relax.multiply" and vec is not None and affine_ok:
-                scale, shift = scale * vec, shift * vec
-            elif uop == "relax.divide" and vec is not None and affine_ok and mine[0] == 0:
-                scale, shift = scale / vec, shift / vec
-            elif uop == "relax.add" and cv is None and len(others) == 1 and affine_ok and \
-                    _shape(others[0]) == out_shape and _dtype(others[0]) == "float32" and \
-                    isinstance(others[0], relax.Var):
-                residual, stage = others[0], 1
-            elif uop == "relax.nn.relu":
-                lo, stage = max(lo, 0.0), 2
-            elif uop == "relax.clip" and len(args) == 3 and len(mine) == 1 and mine[0] == 0:
-                try:
-                    lo = max(lo, float(getattr(args[1].value, "value", args[1].value)))
-                    hi = min(hi, float(getattr(args[2].value, "value", args[2].value)))
-                except AttributeError:
-                    break
-                stage = 2
-            elif uop in _CLIP_LO | _CLIP_HI and cv is not None and np.size(cv) == 1:
-                v = float(np.asarray(cv).reshape(-1)[0])
-                if uop in _CLIP_LO:
-                    lo = max(lo, v)
-                else:
-                    hi = min(hi, v)
-                stage = 2
-            else:
-                break
-            chain.append(j)
-            cur = j
+        scale, shift, lo, hi, residual, chain, cur = _absorb(g, i, kind, out_shape, ch_axis,
+                                                             claimed)
         li = len(g.layers)
         spec = make_layer(
             index=li, name=name, kind=kind, workload=dict(wl),
