@@ -148,7 +148,7 @@ def _best_kernel(db, mod, target):
     import tvm
     from tvm.s_tir import Schedule
 
-    from tvm_plugin.metaschedule.build import fast_build
+    from tvm_plugin.metaschedule.build import kernel_evaluator
 
     if not db.has_workload(mod):
         return None
@@ -158,8 +158,6 @@ def _best_kernel(db, mod, target):
     rec = top[0]
     sch = Schedule(mod)
     rec.trace.apply_to_schedule(sch, remove_postproc=False)
-    lib = fast_build(sch.mod, target, None)  # exactly what the builder built
-    rt = lib.jit() if hasattr(lib, "jit") else lib
     dev = tvm.device("cpu" if target.kind.name == "llvm" else target.kind.name, 0)
     rng = np.random.default_rng(0)
     args = []
@@ -168,7 +166,7 @@ def _best_kernel(db, mod, target):
         dt = str(info.dtype)
         a = rng.standard_normal(shape).astype(dt) if "float" in dt else np.zeros(shape, dt)
         args.append(tvm.runtime.tensor(a, dev))
-    return rt.time_evaluator("main", dev, number=1, repeat=3, min_repeat_ms=50), args
+    return kernel_evaluator(sch.mod, target, dev, min_repeat_ms=50), args  # as the builder built it
 
 
 def _remeasure_interleaved(kernels: dict, rounds: int = 3) -> dict:

@@ -22,7 +22,8 @@
   ``compile_relax`` pipeline, notes section 7), reporting how many fused PrimFuncs the
   database actually replaced (the fused-module pitfall makes this silently zero).
 * :func:`measure_latency`, :func:`make_model_runner` -- time a compiled model
-  (``time_evaluator``) and run it on numpy inputs.
+  (``time_evaluator``) and run it on numpy inputs; :func:`kernel_evaluator` times one
+  kernel.
 * threads: :func:`runtime_threads` (what the TVM runtime should run on),
   :func:`use_runtime_threads` (make it so), :func:`pool_threads` (what it runs on).
 """
@@ -468,6 +469,14 @@ def make_model_runner(executable, target, input_names: Sequence[str],
 
     run.vm = vm
     return run
+
+
+def kernel_evaluator(mod, target, dev, min_repeat_ms: int, repeat: int = 3):
+    """``time_evaluator`` of a kernel's ``main`` (``number=1``), built exactly as the
+    builder builds a candidate (:func:`fast_build`)."""
+    lib = fast_build(mod, target, None)
+    rt = lib.jit() if hasattr(lib, "jit") else lib
+    return rt.time_evaluator("main", dev, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms)
 
 
 def measure_latency(executable, target, inputs: Sequence[np.ndarray], number: int = 1,

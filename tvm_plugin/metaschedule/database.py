@@ -82,7 +82,7 @@ def drop_slower_than_untuned(db, ctxs, task_info, target, margin: float = 0.05):
     from tvm.s_tir import Schedule
     from tvm.s_tir import meta_schedule as ms
 
-    from tvm_plugin.metaschedule.build import device_of, fast_build
+    from tvm_plugin.metaschedule.build import device_of, kernel_evaluator
 
     out = ms.database.MemoryDatabase()
     kept = []
@@ -106,10 +106,7 @@ def drop_slower_than_untuned(db, ctxs, task_info, target, margin: float = 0.05):
                 args.append(tvm.runtime.tensor(arr, dev))
             kern = {}
             for key, mod in (("tuned", sch.mod), ("untuned", ctx.mod)):
-                lib = fast_build(mod, target, None)
-                rt = lib.jit() if hasattr(lib, "jit") else lib
-                kern[key] = (rt.time_evaluator("main", dev, number=1, repeat=3,
-                                               min_repeat_ms=20), args)
+                kern[key] = (kernel_evaluator(mod, target, dev, min_repeat_ms=20), args)
             t = _time_kernels(kern)
             faster_untuned = t["untuned"] < t["tuned"] * (1 - margin)
         except Exception:  # noqa: BLE001 - keep the tuned schedule if the check fails
