@@ -264,8 +264,6 @@ def estimate_points(rows, layers, board, target=None, measurer=None, donors: int
     """
     import time
 
-    from dcoc.results.result import _hw_dict
-    from dcoc.search.space import Space
     from dcoc.targets import get
 
     t0 = time.perf_counter()
@@ -273,62 +271,89 @@ def estimate_points(rows, layers, board, target=None, measurer=None, donors: int
     bd = tg.board(board)
     best = _records_best(rows, {la.name for la in layers})
     hws = tg.feasible_hw(bd)
-    by_name = {h.name: h for h in hws}
-    parsed: dict = {}
+    pool = _SchedulePool(tg, bd.name)
+    by_class, by_layer, top = pool.searched(best, layers, donors)
+    biggest = _biggest_per_class(tg, hws, pool.tkey)
+    for hw in hws:
+        pool.gather(hw, layers, best, by_class, by_layer, top, biggest, per_class)
+    n_sim = pool.time_all(layers, {h.name: h for h in hws}, measurer)
+    points, unsched = pool.points(hws, layers, bd)
+    n_meas = sum(p["source"] == MEASURED for p in points)
+    stats = {"configs": len(hws), "measured": n_meas, "estimated": len(points) - n_meas,
+             "unschedulable": unsched, "simulations": n_sim, "seconds": round(time.perf_counter() - t0, 2)}
+    return points, stats
 
-    def hw_of(name):
-        if name not in parsed:
-            try:
-                parsed[name] = tg.parse_hw(name, bd.name)
-            except Exception:  # noqa: BLE001 - a record of another board/version: no donor
-                parsed[name] = None
-        return parsed[name]
 
-    def tkey(hw):
-        return tg.timing_key(hw) or hw.name
-
-    # what the search measured, per (layer, timing class), fastest first
-    by_class: dict = {}
-    by_layer: dict = {}  # layer -> [(hw, its best schedule)] (nearest-donor candidates)
-    for (hname, lname), lst in best.items():
-        h = hw_of(hname)
-        if h is None:
-            continue
-        by_class.setdefault((lname, tkey(h)), []).extend(lst)
-        by_layer.setdefault(lname, []).append((h, lst[0][1]))
-    for v in by_class.values():
-        v.sort(key=lambda x: x[0])
-    # the searched designs, fastest first (transfer donors)
-    complete = []
-    for hname in {h for h, _ in best}:
-        if all((hname, la.name) in best for la in layers) and hw_of(hname) is not None:
-            lat = sum(la.count * best[(hname, la.name)][0][0] for la in layers)
-            complete.append((lat, hname))
-    top = [hw_of(n) for _, n in sorted(complete)[:donors]]
-
-    # per timing class, the config with the largest buffers: the class's default schedule
-    # is computed once there and used on every config of the class it fits
+def _biggest_per_class(tg, hws, tkey) -> dict:
+    """Per timing class, the config with the largest buffers: the class's default schedule
+    is computed once there and used on every config of the class it fits."""
     biggest: dict = {}
     for hw in hws:
         tid = tkey(hw)
         size = (sum(tg.fit_values(hw)), tg.fit_values(hw))
         if tid not in biggest or size > (sum(tg.fit_values(biggest[tid])), tg.fit_values(biggest[tid])):
             biggest[tid] = hw
-    class_default: dict = {}  # (layer idx, timing class) -> knobs | None
+    return biggest
 
-    known: dict = {}      # (layer idx, timing class, knobs key) -> seconds (inf: invalid)
-    recorded: set = set()  # the keys whose time the search measured
-    jobs: dict = {}       # key -> (task, knobs) to time
-    cand: dict = {}       # (hw name, layer idx) -> [(key, knobs)]
 
-    def add(task, hw, li, k, cs) -> None:
-        key = (li, tkey(hw), Space.key(k))
-        if key not in known:
-            jobs.setdefault(key, (task, k))
+class _SchedulePool:
+    """The candidate schedules of :func:`estimate_points`, per (config, layer), and their
+    times: measured by the search, or timed here once per timing class."""
+
+    def __init__(self, tg, board_name: str):
+        self.tg, self.board_name = tg, board_name
+        self.parsed: dict = {}
+        self.class_default: dict = {}  # (layer idx, timing class) -> knobs | None
+        self.known: dict = {}      # (layer idx, timing class, knobs key) -> seconds (inf: invalid)
+        self.recorded: set = set()  # the keys whose time the search measured
+        self.jobs: dict = {}       # key -> (task, knobs) to time
+        self.cand: dict = {}       # (hw name, layer idx) -> [(key, knobs)]
+
+    def hw_of(self, name):
+        if name not in self.parsed:
+            try:
+                self.parsed[name] = self.tg.parse_hw(name, self.board_name)
+            except Exception:  # noqa: BLE001 - a record of another board/version: no donor
+                self.parsed[name] = None
+        return self.parsed[name]
+
+    def tkey(self, hw):
+        return self.tg.timing_key(hw) or hw.name
+
+    def searched(self, best, layers, donors):
+        """What the search measured, per (layer, timing class), fastest first; per layer the
+        searched (hw, best schedule) pairs; the ``donors`` fastest searched designs."""
+        by_class: dict = {}
+        by_layer: dict = {}  # layer -> [(hw, its best schedule)] (nearest-donor candidates)
+        for (hname, lname), lst in best.items():
+            h = self.hw_of(hname)
+            if h is None:
+                continue
+            by_class.setdefault((lname, self.tkey(h)), []).extend(lst)
+            by_layer.setdefault(lname, []).append((h, lst[0][1]))
+        for v in by_class.values():
+            v.sort(key=lambda x: x[0])
+        complete = []  # the searched designs, fastest first (transfer donors)
+        for hname in {h for h, _ in best}:
+            if all((hname, la.name) in best for la in layers) and self.hw_of(hname) is not None:
+                lat = sum(la.count * best[(hname, la.name)][0][0] for la in layers)
+                complete.append((lat, hname))
+        return by_class, by_layer, [self.hw_of(n) for _, n in sorted(complete)[:donors]]
+
+    def add(self, task, hw, li, k, cs) -> None:
+        from dcoc.search.space import Space
+
+        key = (li, self.tkey(hw), Space.key(k))
+        if key not in self.known:
+            self.jobs.setdefault(key, (task, k))
         cs.append((key, k))
 
-    for hw in hws:
-        tid = tkey(hw)
+    def gather(self, hw, layers, best, by_class, by_layer, top, biggest, per_class) -> None:
+        """Every layer's candidate schedules on ``hw``: the search's fastest on its timing
+        class, the donors' transferred, the class's default."""
+        from dcoc.search.space import Space
+
+        tg, tid = self.tg, self.tkey(hw)
         for li, la in enumerate(layers):
             task = tg.task(la, hw)  # not kept: thousands of configs x layers
             space = task.space
@@ -337,8 +362,8 @@ def estimate_points(rows, layers, board, target=None, measurer=None, donors: int
             hit = next(((c, k) for c, k in by_class.get((la.name, tid), [])[:per_class] if space.is_valid(k)), None)
             if hit is not None:
                 key = (li, tid, Space.key(hit[1]))
-                known[key] = hit[0]
-                recorded.add(key)
+                self.known[key] = hit[0]
+                self.recorded.add(key)
                 cs.append((key, hit[1]))
             # the searched designs' schedules, transferred
             srcs = [(h, best[(h.name, la.name)][0][1]) for h in top]
@@ -347,73 +372,80 @@ def estimate_points(rows, layers, board, target=None, measurer=None, donors: int
                 srcs.append(min(near, key=lambda x: (_core_distance(tg, x[0], hw), x[0].name)))
             seen = set()
             for src_hw, k in srcs:
-                sk = (tkey(src_hw), Space.key(k))
+                sk = (self.tkey(src_hw), Space.key(k))
                 if sk in seen:  # the same schedule on the same timing class: the same transfer
                     continue
                 seen.add(sk)
                 k = tg.transfer(la, src_hw, k, hw, space)
                 if k is not None:
-                    add(task, hw, li, k, cs)
+                    self.add(task, hw, li, k, cs)
             # the target's default schedule of the timing class, where it fits
-            if (li, tid) not in class_default:
+            if (li, tid) not in self.class_default:
                 big = biggest[tid]
-                class_default[(li, tid)] = tg.default_schedule(
+                self.class_default[(li, tid)] = tg.default_schedule(
                     la, big, space if big is hw else tg.task(la, big).space)
-            k = class_default[(li, tid)]
+            k = self.class_default[(li, tid)]
             if k is not None and space.is_valid(k):
-                add(task, hw, li, k, cs)
-            cand[(hw.name, li)] = cs
+                self.add(task, hw, li, k, cs)
+            self.cand[(hw.name, li)] = cs
 
-    own = measurer is None
-    m = tg.measurer(n_workers=0) if own else measurer
-
-    def run(batch: dict) -> None:
-        keys = list(batch)
+    def _run(self, m) -> None:
+        keys = list(self.jobs)
         if keys:
-            for key, r in zip(keys, m.measure_jobs([batch[k] for k in keys])):
-                known[key] = float(r.cost) if r.valid and math.isfinite(r.cost) else math.inf
-        batch.clear()
+            for key, r in zip(keys, m.measure_jobs([self.jobs[k] for k in keys])):
+                self.known[key] = float(r.cost) if r.valid and math.isfinite(r.cost) else math.inf
+        self.jobs.clear()
 
-    n_sim = 0
-    try:
-        n_sim += len(jobs)
-        run(jobs)
-        for (hname, li), cs in cand.items():  # nothing valid yet: this config's default schedule
-            if any(math.isfinite(known[key]) for key, _ in cs):
+    def time_all(self, layers, by_name, measurer) -> int:
+        """Time the gathered schedules; then, where a (config, layer) has nothing valid, its
+        own default schedule.  Returns the number of simulations."""
+        tg = self.tg
+        own = measurer is None
+        m = tg.measurer(n_workers=0) if own else measurer
+        n_sim = 0
+        try:
+            n_sim += len(self.jobs)
+            self._run(m)
+            for (hname, li), cs in self.cand.items():  # nothing valid yet: the config's default
+                if any(math.isfinite(self.known[key]) for key, _ in cs):
+                    continue
+                hw = by_name[hname]
+                task = tg.task(layers[li], hw)
+                k = tg.default_schedule(layers[li], hw, task.space)
+                if k is not None:
+                    self.add(task, hw, li, k, cs)
+            n_sim += len(self.jobs)
+            self._run(m)
+        finally:
+            if own:
+                m.close()
+        return n_sim
+
+    def points(self, hws, layers, bd) -> tuple[list[dict], int]:
+        """One point per config with a valid schedule for every layer (the fastest; a tie:
+        the measured one), and the number of unschedulable configs."""
+        from dcoc.results.result import _hw_dict
+
+        points, unsched = [], 0
+        for hw in hws:
+            per, source = [], MEASURED
+            for li in range(len(layers)):
+                cs = [(self.known[key], key not in self.recorded, key, k)
+                      for key, k in self.cand[(hw.name, li)] if math.isfinite(self.known[key])]
+                if not cs:
+                    per = None
+                    break
+                if not any(key in self.recorded for _, _, key, _ in cs):
+                    source = ESTIMATED  # the search never measured this layer here
+                c, _, key, k = min(cs, key=lambda x: (x[0], x[1]))  # a tie: the measured one
+                per.append((c, k))
+            if per is None:
+                unsched += 1
                 continue
-            hw = by_name[hname]
-            task = tg.task(layers[li], hw)
-            k = tg.default_schedule(layers[li], hw, task.space)
-            if k is not None:
-                add(task, hw, li, k, cs)
-        n_sim += len(jobs)
-        run(jobs)
-    finally:
-        if own:
-            m.close()
-    points, unsched, n_meas = [], 0, 0
-    for hw in hws:
-        per, source = [], MEASURED
-        for li in range(len(layers)):
-            cs = [(known[key], key not in recorded, key, k) for key, k in cand[(hw.name, li)]
-                  if math.isfinite(known[key])]
-            if not cs:
-                per = None
-                break
-            if not any(key in recorded for _, _, key, _ in cs):
-                source = ESTIMATED  # the search never measured this layer here
-            c, _, key, k = min(cs, key=lambda x: (x[0], x[1]))  # a tie: the measured one
-            per.append((c, k))
-        if per is None:
-            unsched += 1
-            continue
-        n_meas += source == MEASURED
-        lat = sum(la.count * c for la, (c, _) in zip(layers, per))
-        u = tg.resources(hw, bd)
-        points.append({"hardware": _hw_dict(hw), "latency_ms": lat * 1e3, "throughput": 1.0 / lat,
-                       "resources": {k: int(u[k]) for k in RESOURCE_KEYS},
-                       "schedules": {la.name: dict(k) for la, (_, k) in zip(layers, per)},
-                       "source": source})
-    stats = {"configs": len(hws), "measured": n_meas, "estimated": len(points) - n_meas,
-             "unschedulable": unsched, "simulations": n_sim, "seconds": round(time.perf_counter() - t0, 2)}
-    return points, stats
+            lat = sum(la.count * c for la, (c, _) in zip(layers, per))
+            u = self.tg.resources(hw, bd)
+            points.append({"hardware": _hw_dict(hw), "latency_ms": lat * 1e3, "throughput": 1.0 / lat,
+                           "resources": {k: int(u[k]) for k in RESOURCE_KEYS},
+                           "schedules": {la.name: dict(k) for la, (_, k) in zip(layers, per)},
+                           "source": source})
+        return points, unsched
