@@ -27,8 +27,8 @@ The accelerator time is :func:`dcoc.targets.vta.report.model_seconds` over the l
 time per run), the function behind the latency ``dcoc tune`` reports; every layer runs the
 schedule tuned for it with the same epilogue, so the two agree.
 
-:data:`RUNNERS` maps an accelerator target to the callable that runs a tuned model on it
-(:func:`model_runner`, what ``TuneResult.run`` uses).
+:func:`vta_runner` is what ``TuneResult.run`` finds for VTA through
+:data:`dcoc.targets.registry.RUNNERS`.
 """
 from __future__ import annotations
 
@@ -53,11 +53,7 @@ from dcoc.runtime.inputs import (
 )
 from dcoc.runtime.result import RunResult
 
-__all__ = ["run", "RunResult", "RunSession", "vta_runner", "model_runner", "RUNNERS"]
-
-#: accelerator target -> ``"module:attr"`` of ``runner(result, input_shapes=None)``, which
-#: returns a callable ``inputs -> [outputs]`` for a tuned model on that target
-RUNNERS = {"vta": "dcoc.api.run:vta_runner"}
+__all__ = ["run", "RunResult", "RunSession", "vta_runner"]
 
 
 # ============================================================================ session
@@ -361,7 +357,7 @@ def _result(s: RunSession, samples, stacked, rows, sim_out, ref_out, flt, cos, t
 def vta_runner(result, calibration=None, input_shapes: dict | None = None):
     """A callable ``inputs -> [outputs]`` for a VTA :class:`~dcoc.results.result.TuneResult`:
     the quantized model with the result's schedules on its hardware (simulator backend);
-    what ``TuneResult.run`` uses (through :data:`RUNNERS`)."""
+    what ``TuneResult.run`` uses (through :data:`dcoc.targets.registry.RUNNERS`)."""
     if input_shapes is None:
         input_shapes = getattr(result, "input_shapes", None)
     s = RunSession(getattr(result, "model_path", None) or result.model, result.hardware, result,
@@ -382,14 +378,3 @@ def vta_runner(result, calibration=None, input_shapes: dict | None = None):
     runner.session = s
     return runner
 
-
-def model_runner(target: str, result, input_shapes: dict | None = None):
-    """A callable ``inputs -> [outputs]`` running the whole tuned model of ``result`` (a
-    TuneResult) on the accelerator ``target`` (:data:`RUNNERS`); None when the target
-    cannot run models."""
-    from dcoc.registry import load
-
-    spec = RUNNERS.get(str(target))
-    if spec is None:
-        return None
-    return load(spec)(result, input_shapes=input_shapes)

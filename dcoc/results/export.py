@@ -24,12 +24,9 @@ import shutil
 
 from dcoc.errors import ConfigError, DcocError
 
-__all__ = ["read_source", "export_accelerator", "check", "check_export_path", "EXPORT_FILE",
-           "VTA_CONFIG_FILE"]
+__all__ = ["read_source", "export_accelerator", "check", "check_export_path", "EXPORT_FILE"]
 
 EXPORT_FILE = "export.json"
-VTA_CONFIG_FILE = "vta_config.json"
-SYSTOLIC_CONFIG_FILE = "systolic_config.json"
 REPORT_FILE = "hardware_report.json"
 SCHEDULES_FILE = "schedules.json"
 LAYERS_FILE = "layers.json"
@@ -164,19 +161,15 @@ def _prepare_dir(path: str) -> None:
 # ============================================================================ accelerators
 def _hw_from_export(path, meta, tg):
     report = _read_json(os.path.join(path, REPORT_FILE), "export")
-    if tg.name == "vta":
-        from dcoc.targets.vta.hardware import HWConfig
-
-        cfg = _read_json(os.path.join(path, VTA_CONFIG_FILE), "export")
-        return HWConfig.from_vta_config(cfg, freq_mhz=float(report["clock_mhz"]),
-                                        bus_bytes=int(report["bus_bytes"]))
-    cfg = _read_json(os.path.join(path, SYSTOLIC_CONFIG_FILE), "export")
-    return tg.parse_hw({k: v for k, v in cfg.items() if k != "name"})
+    return tg.hw_from_export(_read_json(os.path.join(path, tg.config_file), "export"), report)
 
 
 def _run_command(data: dict, schedules_path: str) -> str | None:
-    """The ``dcoc run`` command that rebuilds the model on this hardware (VTA only)."""
-    if data.get("target") != "vta":
+    """The ``dcoc run`` command that rebuilds the model on this hardware (targets that run
+    models: :data:`dcoc.targets.registry.RUNNERS`)."""
+    from dcoc.targets.registry import RUNNERS
+
+    if data.get("target") not in RUNNERS:
         return None
     cmd = ["dcoc", "run", model_source(data), "--schedules", schedules_path,
            "--board", str(data.get("board") or "pynq")]
@@ -199,14 +192,8 @@ def export_accelerator(data: dict, work_dir: str | None, path: str) -> dict:
     files = []
 
     # the hardware config in the target's own format
-    if tg.name == "vta":
-        _write_json(os.path.join(path, VTA_CONFIG_FILE), hw.to_vta_config(target=bd.name))
-        files.append(VTA_CONFIG_FILE)
-    else:
-        native = {**tg.hw_values(hw), "freq_mhz": hw.freq_mhz, "bus_bytes": hw.bus_bytes,
-                  "name": hw.name}
-        _write_json(os.path.join(path, SYSTOLIC_CONFIG_FILE), native)
-        files.append(SYSTOLIC_CONFIG_FILE)
+    _write_json(os.path.join(path, tg.config_file), tg.export_config(hw, bd))
+    files.append(tg.config_file)
 
     # resources and clock (dcoc's resource model)
     res = tg.resources(hw, bd)
@@ -216,15 +203,7 @@ def export_accelerator(data: dict, work_dir: str | None, path: str) -> dict:
               "bus_bytes": hw.bus_bytes, "resources": res, "budgets": budgets,
               "utilization": {k: res[k] / budgets[k] for k in budgets if k in res and budgets[k]},
               "source": "dcoc's resource and clock model (docs/vta.md), not a synthesis report"}
-    if tg.name == "vta":
-        report["core"] = {"batch": hw.batch, "block_in": hw.block_in, "block_out": hw.block_out,
-                          "peak_gops": hw.peak_gops}
-        report["buffers"] = {b: {"bytes": 1 << getattr(hw, f"log_{b}_buff"),
-                                 "depth": getattr(hw, f"{b}_depth")}
-                             for b in ("uop", "inp", "wgt", "acc")}
-        report["bram36_per_buffer"] = hw.bram36()
-    else:
-        report["core"] = {"rows": hw.rows, "cols": hw.cols, "pes": hw.pes}
+    report.update(tg.hardware_report(hw))
     _write_json(os.path.join(path, REPORT_FILE), report)
     files.append(REPORT_FILE)
 
@@ -273,12 +252,7 @@ def _accelerator_readme(tg, bd, hw, data, report, check_cmd, run_cmd) -> str:
              f"{lat:.3f} ms per inference on dcoc's simulator (the layers the accelerator runs; "
              "the CPU layers are not included)." if lat is not None else "", "",
              "| file | what |", "|---|---|"]
-    if tg.name == "vta":
-        lines.append(f"| `{VTA_CONFIG_FILE}` | the hardware config in VTA's own format "
-                     "(the keys of tvm-vta's `config/vta_config.json`) |")
-    else:
-        lines.append(f"| `{SYSTOLIC_CONFIG_FILE}` | the array config (rows, cols, log2 SRAM bytes, "
-                     "clock, DRAM bytes per cycle) |")
+    lines.append(f"| `{tg.config_file}` | {tg.config_file_description} |")
     lines += [f"| `{REPORT_FILE}` | resources (BRAM36, DSP, LUT) against the board, clock, bus |",
               f"| `{SCHEDULES_FILE}` | the hardware and every layer's schedule (knobs), per-layer "
               "cycles and time |"]
@@ -290,14 +264,7 @@ def _accelerator_readme(tg, bd, hw, data, report, check_cmd, run_cmd) -> str:
               f"- BRAM36 {r.get('bram36')}, DSP {r.get('dsp')}, LUT {r.get('lut')} "
               f"(budgets: {', '.join(f'{k} {v:g}' for k, v in report['budgets'].items())})",
               "- these are dcoc's resource and clock model estimates, not synthesis results", ""]
-    if tg.name == "vta":
-        square = hw.block_in == hw.block_out
-        lines += ["To build the accelerator, copy `vta_config.json` over tvm-vta's "
-                  "`config/vta_config.json` (TARGET is the board; VTA's `pkg_config.py` sets the "
-                  "clock and bus per TARGET)." + ("" if square else
-                  "  The core is not square (BLOCK_IN != BLOCK_OUT), so the file uses the older "
-                  "`LOG_BLOCK_IN`/`LOG_BLOCK_OUT` keys: current tvm-vta, whose hardware has one "
-                  "`LOG_BLOCK`, cannot build it as is."), ""]
+    lines += tg.build_notes(hw, bd)
     lines += ["## Reproducing the latency", "", "From this directory:", ""]
     if check_cmd:
         lines += ["Re-simulate every layer from the files here (timing only):", "", "```bash",

@@ -145,11 +145,11 @@ class TuneResult:
         """
         if self._runner is None and (self.model_path or self.model):
             from dcoc.registry import load
-            from dcoc.targets import is_accelerator
+            from dcoc.targets.registry import RUNNERS
 
-            if is_accelerator(self.target):  # the API floor's table of model runners
-                runner = load("dcoc.api.run:model_runner")
-                self._runner = runner(self.target, self, self.input_shapes)
+            spec = RUNNERS.get(str(self.target))  # the targets that run models, by name
+            if spec is not None:
+                self._runner = load(spec)(self, input_shapes=self.input_shapes)
         if self._runner is None:
             raise RuntimeError("this result holds no compiled model")
         return self._runner(inputs)

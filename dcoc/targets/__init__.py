@@ -11,7 +11,7 @@ Adding a target = one module with a :class:`Target` subclass + one line in
 """
 from __future__ import annotations
 
-from dcoc.targets.registry import DEFAULT_TARGET, REGISTRY, available, boards, get, is_accelerator
+from dcoc.targets.registry import DEFAULT_TARGET, REGISTRY, available, get, is_accelerator
 
 
 def __getattr__(name):
@@ -24,4 +24,4 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["DEFAULT_TARGET", "Layer", "REGISTRY", "Target", "available", "boards", "get", "is_accelerator"]
+__all__ = ["DEFAULT_TARGET", "Layer", "REGISTRY", "Target", "available", "get", "is_accelerator"]

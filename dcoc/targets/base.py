@@ -217,6 +217,33 @@ class HardwareHalf:
         """How the CLI names the reference of the speedup."""
         return f"{self.board(board).name} default hardware + default schedules"
 
+    # ------------------------------------------------ export (docs/export.md), defaults
+    #: the export README's words for :attr:`config_file`
+    config_file_description = "the hardware config (its knobs, clock and bus)"
+
+    @property
+    def config_file(self) -> str:
+        """The file an export writes the hardware config to, in the target's own format."""
+        return f"{self.name}_config.json"
+
+    def export_config(self, hw, board) -> dict:
+        """``hw`` in the target's own format (what :attr:`config_file` holds)."""
+        return {**self.hw_values(hw), "freq_mhz": hw.freq_mhz, "bus_bytes": hw.bus_bytes,
+                "name": hw.name}
+
+    def hw_from_export(self, config: dict, report: dict):
+        """The config an export's :attr:`config_file` holds (``report``: its hardware report,
+        for what the target's own format leaves out)."""
+        return self.parse_hw({k: v for k, v in config.items() if k != "name"})
+
+    def hardware_report(self, hw) -> dict:
+        """What the export's hardware report says about ``hw`` beyond resources and clock."""
+        return {"core": {k: getattr(hw, k) for k in self.core_knobs}}
+
+    def build_notes(self, hw, board) -> list[str]:
+        """README lines on building ``hw`` with the target's own hardware flow."""
+        return []
+
 
 class ScheduleHalf:
     """The schedule half of a target: a model's layers, each layer's schedule space on a

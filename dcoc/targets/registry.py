@@ -20,6 +20,13 @@ BOARD_NAMES = {
     "systolic": ("arty-a7", "kv260"),
 }
 
+#: name -> ``"module:attr"`` of ``runner(result, input_shapes=None)``, which returns a
+#: callable ``inputs -> [outputs]`` running a tuned model on the target (``dcoc run``,
+#: ``TuneResult.run``); a target without an entry tunes and exports but does not run models
+RUNNERS = {
+    "vta": "dcoc.api.run:vta_runner",
+}
+
 _CACHE: dict = {}
 
 
@@ -47,13 +54,9 @@ def is_accelerator(target) -> bool:
     return _is_target(target) or (isinstance(target, str) and target.strip().lower() in REGISTRY)
 
 
-def boards(target=None) -> list[str]:
-    return list(get(target).boards)
-
-
 def _is_target(obj) -> bool:
     """A target object (duck-typed: this module imports no target)."""
     return not isinstance(obj, (str, dict)) and hasattr(obj, "hw_space") and hasattr(obj, "sw_space")
 
 
-__all__ = ["BOARD_NAMES", "DEFAULT_TARGET", "REGISTRY", "available", "boards", "get", "is_accelerator"]
+__all__ = ["BOARD_NAMES", "DEFAULT_TARGET", "REGISTRY", "RUNNERS", "available", "get", "is_accelerator"]

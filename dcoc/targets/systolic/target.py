@@ -93,6 +93,12 @@ class SystolicTarget(Target):
     def baseline_label(self, board) -> str:
         return f"{self.board(board).name} default 16x16 array (weights double-buffered) + default schedules"
 
+    config_file_description = ("the array config (rows, cols, log2 SRAM bytes, clock, DRAM "
+                               "bytes per cycle)")
+
+    def hardware_report(self, hw):
+        return {"core": {"rows": hw.rows, "cols": hw.cols, "pes": hw.pes}}
+
     def describe_hw(self, hw, board):
         r = self.resources(hw, board)
         wdb = ", weights double-buffered" if hw.weight_double_buffer else ""

@@ -104,6 +104,35 @@ class VTATarget(Target):
                 "dsp": (bd.dsp, f"DSP ({bd.dsp})"),
                 "lut": (LUT_UTIL_LIMIT * bd.lut, f"{int(LUT_UTIL_LIMIT * 100)}% LUT ({int(LUT_UTIL_LIMIT * bd.lut)})")}
 
+    config_file_description = ("the hardware config in VTA's own format (the keys of tvm-vta's "
+                               "`config/vta_config.json`)")
+
+    def export_config(self, hw, board):
+        return hw.to_vta_config(target=self.board(board).name)
+
+    def hw_from_export(self, config, report):
+        from dcoc.targets.vta import HWConfig
+
+        return HWConfig.from_vta_config(config, freq_mhz=float(report["clock_mhz"]),
+                                        bus_bytes=int(report["bus_bytes"]))
+
+    def hardware_report(self, hw):
+        return {"core": {"batch": hw.batch, "block_in": hw.block_in, "block_out": hw.block_out,
+                         "peak_gops": hw.peak_gops},
+                "buffers": {b: {"bytes": 1 << getattr(hw, f"log_{b}_buff"),
+                                "depth": getattr(hw, f"{b}_depth")}
+                            for b in ("uop", "inp", "wgt", "acc")},
+                "bram36_per_buffer": hw.bram36()}
+
+    def build_notes(self, hw, board):
+        square = hw.block_in == hw.block_out
+        return ["To build the accelerator, copy `vta_config.json` over tvm-vta's "
+                "`config/vta_config.json` (TARGET is the board; VTA's `pkg_config.py` sets the "
+                "clock and bus per TARGET)." + ("" if square else
+                "  The core is not square (BLOCK_IN != BLOCK_OUT), so the file uses the older "
+                "`LOG_BLOCK_IN`/`LOG_BLOCK_OUT` keys: current tvm-vta, whose hardware has one "
+                "`LOG_BLOCK`, cannot build it as is."), ""]
+
     def describe_hw(self, hw, board):
         r = self.resources(hw, board)
         return (f"{hw.name}  ({hw.batch}x{hw.block_in}x{hw.block_out} GEMM, {hw.freq_mhz:g} MHz, "
