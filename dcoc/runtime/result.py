@@ -34,11 +34,6 @@ class RunResult:
     first_mismatch: dict | None = None
     adapted: list = field(default_factory=list)
 
-    @property
-    def layers_bit_exact(self) -> bool:
-        """Every offloaded call's output equals the reference's on the same inputs."""
-        return all(ly.get("bit_exact", True) for ly in self.layers)
-
     def to_json(self) -> dict:
         return {"model": self.model, "hardware": self.hardware, "bit_exact": self.bit_exact,
                 "mismatches": self.mismatches, "first_mismatch": self.first_mismatch,

@@ -316,11 +316,6 @@ def make_runner(spec: Any = "local", timeout_sec: float = 30.0, evaluator=None,
 
 
 # ============================================================================ compile
-def fuse_for_tuning(mod, target):
-    """The fused module MetaSchedule extracts tasks from (same passes as compile_relax)."""
-    from tvm_plugin.frontend import lower_for_tuning
-
-    return lower_for_tuning(mod, target)
 
 
 def _scheduled_funcs(mod) -> tuple[list[str], list[str]]:

@@ -208,9 +208,6 @@ class ConvPlan(_Base):
         p = self.n_parts
         return [1, p, p * self.n_w, p * self.n_w * self.n_coo, p * self.n_w * self.n_coo * self.n_ho]
 
-    def n_iterations(self) -> int:
-        return self.Nb * self.n_ho * self.n_coo * self.n_w
-
     def row_geom(self, hi: int):
         return _span(hi * self.th * self.sh, self.in_rows, self.pt, self.H)
 
@@ -471,9 +468,6 @@ class DensePlan(_Base):
 
     def strides(self) -> list[int]:
         return [1, self.n_coo]
-
-    def n_iterations(self) -> int:
-        return self.n_b * self.n_coo
 
     def iteration_keys(self) -> np.ndarray:
         ck = np.array([sum((coo * self.ocn + oc < self.n_co) << oc for oc in range(self.ocn))

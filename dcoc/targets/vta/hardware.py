@@ -364,10 +364,6 @@ class HWConfig:
         return self.batch * self.block_out * self.inp_width // 8
 
     @property
-    def uop_elem_bytes(self) -> int:
-        return 4
-
-    @property
     def inp_depth(self) -> int:
         return (1 << self.log_inp_buff) // self.inp_elem_bytes
 

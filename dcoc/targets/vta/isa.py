@@ -12,7 +12,7 @@ Every field is range-checked on encode: a value that does not fit raises
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from dcoc.errors import IsaError
 from dcoc.targets.vta.hardware import (
@@ -49,14 +49,6 @@ ALU_NAMES = {ALU_MIN: "MIN", ALU_MAX: "MAX", ALU_ADD: "ADD", ALU_SHR: "SHR", ALU
 
 # pipeline stages (runtime.cc numbering: 1 load, 2 compute, 3 store)
 LOAD_STAGE, COMPUTE_STAGE, STORE_STAGE = 1, 2, 3
-
-
-@dataclass(slots=True)
-class _Head:
-    pop_prev: int = 0
-    pop_next: int = 0
-    push_prev: int = 0
-    push_next: int = 0
 
 
 @dataclass(slots=True)
@@ -309,11 +301,6 @@ def decode_uop(word: int, hw: HWConfig) -> Uop:
     word = int(word)
     return Uop(word & ((1 << a) - 1), (word >> a) & ((1 << s) - 1),
                (word >> (a + s)) & ((1 << w) - 1))
-
-
-def insn_fields(insn) -> dict:
-    """The instruction's fields as a dict (for printing / tests)."""
-    return {f.name: getattr(insn, f.name) for f in fields(insn)}
 
 
 # widths re-exported for the compiler's range checks

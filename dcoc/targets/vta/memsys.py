@@ -69,7 +69,7 @@ from dataclasses import dataclass
 
 from dcoc.targets.vta.isa import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_WGT
 
-__all__ = ["DmaTiming", "dma_timing", "reuse_distances", "reuse_profile", "hit_probability",
+__all__ = ["DmaTiming", "dma_timing", "reuse_profile", "hit_probability",
            "miss_fractions", "cold_start", "L2_STARTS"]
 
 #: first-read assumptions (see the module docstring)
@@ -255,17 +255,6 @@ def miss_fractions(plan, tp) -> dict[str, float]:
             m += frac * (1.0 - hit_probability(d, cache, ways, line))
         out[t] = m
     return out
-
-
-def reuse_distances(plan) -> dict[str, int]:
-    """The longest in-run stack distance (bytes) of the weight and input reads of a plan
-    (the distance of their rarest reuse; 0 when a tensor is read only once)."""
-    prof = reuse_profile(plan)
-    res = {}
-    for t in ("wgt", "inp"):
-        ds = [d for _, d, _ in prof.get(t, []) if d is not None]
-        res[t] = int(max(ds)) if ds else 0
-    return res
 
 
 def dma_timing(plan, tp) -> DmaTiming:

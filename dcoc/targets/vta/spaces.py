@@ -5,7 +5,6 @@
 * :func:`sw_space` -- one workload's schedule knobs on one hardware config, with the
   buffer-fit constraints the compiler would reject, and VTA-aware cost-model features.
 * :func:`vta_task` -- a software-only :class:`~dcoc.search.tuning_task.TuningTask`.
-* :func:`joint_task` -- hardware + software knobs of one workload in one space.
 * :func:`simulate_config` -- measure one config on the timing simulator;
   :class:`VTASimMeasurer` -- the simulator as a :class:`dcoc.search.Measurer` (a process pool).
 
@@ -212,53 +211,6 @@ def vta_task(wl, hw, name: str | None = None, epilogue="default") -> TuningTask:
         workload_key=workload_key(wl, epilogue),
         flop=float(wl.flops), hw_name=hw.name, payload={"workload": wl, "hw": hw, "epilogue": epilogue},
         defaults=defaults,
-    )
-
-
-def joint_task(wl, board="pynq", ranges: dict | None = None, name: str | None = None) -> TuningTask:
-    """Hardware and software knobs of one workload in one space.
-
-    Software choices are the union over the hardware options (e.g. ``tile_ci`` over the
-    divisors of CI/8, CI/16 and CI/32); a constraint rejects choices that do not divide
-    the chosen hardware's axis, and the board budget rejects infeasible hardware.
-    """
-    bd = BOARDS[board] if isinstance(board, str) else board
-    hs = hw_space(bd, ranges)
-    ranges = {k.name: k.choices for k in hs.knobs}
-    union: dict = {}
-    for bi in ranges["block_in"]:
-        for bo in ranges["block_out"]:
-            for b in ranges["batch"]:
-                hw = HWConfig(batch=b, block_in=bi, block_out=bo, freq_mhz=bd.freq_mhz,
-                                  bus_bytes=bd.bus_bytes)
-                sp = conv2d_space(wl, hw) if isinstance(wl, Conv2DWorkload) else dense_space(wl, hw)
-                for k, v in sp.items():
-                    union.setdefault(k, set()).update(v)
-    group = {"oc_nthread": "thread", "h_nthread": "thread"}
-    sw_knobs = [Knob(k, tuple(sorted(v)), group.get(k, "tile")) for k, v in union.items()]
-    hw_of = {}
-
-    def hw_for(cfg):
-        key = tuple(cfg[k] for k in HW_KNOBS)
-        if key not in hw_of:
-            hw_of[key] = make_hw(cfg, bd)
-        return hw_of[key]
-
-    def sw_ok(cfg):
-        reason = hs.check({k: cfg[k] for k in HW_KNOBS})
-        if reason:
-            return reason
-        hw = hw_for(cfg)
-        sw = {k.name: cfg[k.name] for k in sw_knobs}
-        from dcoc.targets.vta.workloads import check_knobs
-
-        return check_knobs(wl, hw, sw) or fit_reason(wl, hw, sw)
-
-    space = Space(list(hs.knobs) + sw_knobs, [sw_ok], {}, name=f"{wl.name}@{bd.name}")
-    return TuningTask(
-        name=name or wl.name, space=space, target="vta", workload_key=workload_key(wl),
-        flop=float(wl.flops), hw_name=None, payload={"workload": wl, "board": bd, "epilogue": "default"},
-        hw_knobs=HW_KNOBS, hw_namer=lambda part: make_hw(part, bd).name,
     )
 
 
