@@ -104,3 +104,38 @@ def test_codesign_section_names_the_default_as_reference(tmp_path, monkeypatch):
     for old in ("dcoc-agents", "gain_units", "sweep_incumbent", "issue", "session"):
         assert old not in md, old
     assert "**Where `surrogate` does not win:** nowhere in this run." in md
+
+
+def test_an_interrupted_bench_resumes_its_finished_sections_at_the_same_commit(tmp_path, monkeypatch):
+    """A clean tree at one commit keeps each finished section; the rerun reuses it and says so."""
+    from scripts import bench
+
+    monkeypatch.setattr(bench, "ROOT", str(tmp_path))
+    head = {"commit": "abc1234"}
+    monkeypatch.setattr(bench, "_git", lambda *a: head["commit"] if a[0] == "rev-parse" else "")
+    calls = []
+
+    def simulator(img):
+        calls.append("simulator")
+        return "## 1. VTA simulator\nsim numbers", {"n": 1}
+
+    def codesign(cfg, img):
+        calls.append("codesign")
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the first run dies in its second section
+        return "## 3. Co-design: accelerator + schedules\nco numbers", {}
+
+    monkeypatch.setattr(bench, "section_simulator", simulator)
+    monkeypatch.setattr(bench, "section_codesign", codesign)
+    out = tmp_path / "docs" / "RESULTS.md"
+    argv = ["--sections", "simulator", "codesign", "--out", str(out)]
+    with pytest.raises(KeyboardInterrupt):
+        bench.main(argv)
+    assert bench.main(argv) == 0
+    assert calls == ["simulator", "codesign", "codesign"]  # simulator ran once
+    text = out.read_text()
+    assert "sim numbers" in text and "co numbers" in text
+    assert "commit `abc1234`" in text and "sections simulator from an interrupted run" in text
+    head["commit"] = "def5678"  # another commit starts over
+    assert bench.main(argv) == 0
+    assert calls[-2:] == ["simulator", "codesign"]
