@@ -234,3 +234,32 @@ def residual_cnn(size: int = 32, seed: int = 0):
     m.ir_version = 8
     onnx.checker.check_model(m)
     return m
+
+
+def small_cnn(path: str) -> str:
+    """conv 16->32 (3x3; the frontend leaves it on the CPU like any stem conv) + relu + conv
+    32->64 (3x3, stride 2) + global pool + dense 64->10, saved to ``path``: two accelerator
+    layers."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto as TP
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.standard_normal((32, 16, 3, 3)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((64, 32, 3, 3)).astype(np.float32), "w2")
+    w3 = numpy_helper.from_array(rng.standard_normal((10, 64)).astype(np.float32), "w3")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("GlobalAveragePool", ["r2"], ["p"]),
+             helper.make_node("Flatten", ["p"], ["f"]),
+             helper.make_node("Gemm", ["f", "w3"], ["y"], transB=1)]
+    g = helper.make_graph(nodes, "small", [helper.make_tensor_value_info("x", TP.FLOAT, [1, 16, 28, 28])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, [1, 10])], [w1, w2, w3])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+    return path

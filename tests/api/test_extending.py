@@ -16,12 +16,9 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-import onnx
-from onnx import TensorProto as TP
-from onnx import helper, numpy_helper
+from api_util import small_cnn
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(ROOT, "docs", "extending.md")
 _MARK = re.compile(r"^<!--\s*(file|registry):\s*(\S+)\s*-->\s*$")
 
@@ -40,29 +37,6 @@ def doc_blocks() -> list[tuple[str, str, str]]:
             j += 1
         out.append((m.group(1), m.group(2), "\n".join(lines[i + 2:j]) + "\n"))
     return out
-
-
-def small_model(path: str) -> str:
-    """conv 16->32 (left on the CPU like any stem conv) + relu + conv 32->64 (stride 2) +
-    global pool + dense 64->10: two accelerator layers."""
-    rng = np.random.default_rng(0)
-    w1 = numpy_helper.from_array(rng.standard_normal((32, 16, 3, 3)).astype(np.float32), "w1")
-    w2 = numpy_helper.from_array(rng.standard_normal((64, 32, 3, 3)).astype(np.float32), "w2")
-    w3 = numpy_helper.from_array(rng.standard_normal((10, 64)).astype(np.float32), "w3")
-    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c1"], ["r1"]),
-             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
-             helper.make_node("Relu", ["c2"], ["r2"]),
-             helper.make_node("GlobalAveragePool", ["r2"], ["p"]),
-             helper.make_node("Flatten", ["p"], ["f"]),
-             helper.make_node("Gemm", ["f", "w3"], ["y"], transB=1)]
-    g = helper.make_graph(nodes, "small", [helper.make_tensor_value_info("x", TP.FLOAT, [1, 16, 28, 28])],
-                          [helper.make_tensor_value_info("y", TP.FLOAT, [1, 10])], [w1, w2, w3])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    onnx.save(m, path)
-    return path
 
 
 def apply_walkthrough(dest: str) -> dict:
@@ -117,7 +91,7 @@ def test_add_a_target_walkthrough(tmp_path):
     print(f"\nextending.md walkthrough: +{sum(added.values())} lines "
           f"({', '.join(f'{r} +{n}' for r, n in sorted(added.items()))})")
 
-    model = small_model(str(tmp_path / "small.onnx"))
+    model = small_cnn(str(tmp_path / "small.onnx"))
     wd, out = str(tmp_path / "wd"), str(tmp_path / "design")
     t0 = time.perf_counter()
     p = _cli(pkg, str(tmp_path), "tune", model, "--target", "macarray", "--trials", "30", "--pareto",
