@@ -7,7 +7,6 @@ import math
 import os
 import time
 
-from dcoc.api.checks import check_workers
 from dcoc.errors import ConfigError, DcocError
 from dcoc.results.result import TuneResult
 from dcoc.tuners import describe
@@ -23,7 +22,8 @@ def _records(records):
 
 def _measurer(measurer, n_workers, target):
     """(the measurer, whether it is ours to close): a name of
-    :data:`dcoc.search.measure.REGISTRY`, an object, or the target's own."""
+    :data:`dcoc.search.measure.REGISTRY`, an object, or the target's own (``n_workers``
+    already checked by :func:`dcoc.api.checks.check_workers`)."""
     if isinstance(measurer, str):  # a name of dcoc.search.measure.REGISTRY, with its defaults
         from dcoc.search.measure import create_measurer
 
@@ -31,7 +31,6 @@ def _measurer(measurer, n_workers, target):
         return create_measurer(measurer, **kw), True
     if measurer is not None:
         return measurer, False
-    check_workers(n_workers)
     from dcoc.targets import get
 
     return get(target).measurer(n_workers=n_workers), True
@@ -52,8 +51,6 @@ def _tune_accelerator(tg, bd, model, *, trials: int, tuner, seed: int, work_dir:
     prior = as_prior(warm_start, tg.name, bd.name) if warm_start is not None else None
     tasks = model_tasks(model, tg.frontend_target, input_shapes)
     layers, cpu = _check_layers(tg, tasks, model, trials)
-    if measurer is None and n_workers is not None and int(n_workers) < 0:
-        raise DcocError(f"n_workers (--workers) must be >= 0 (0 = in-process), got {n_workers}")
     from dcoc.workdir import claim_work_dir, model_identity
 
     claim_work_dir(work_dir, {**model_identity(model, input_shapes), "target": tg.name,
