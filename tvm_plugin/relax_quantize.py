@@ -28,6 +28,7 @@ import numpy as np
 
 from dcoc.errors import ModelError
 from tvm_plugin.frontend.common import _static_shape
+from tvm_plugin.frontend.naming import _conv_workload
 
 __all__ = ["Graph", "IntLayer", "find_layers", "calibrate", "rewrite", "prepare",
            "conv_workload_dict", "matmul_workload_dict"]
@@ -42,11 +43,9 @@ def conv_workload_dict(data_shape, weight_shape, out_shape, strides, padding, di
     n, c, h, w = (int(v) for v in data_shape)
     o, _, kh, kw = (int(v) for v in weight_shape)
     pt, pl, pb, pr = (int(v) for v in padding)
-    return dict(batch=n, in_channels=c, out_channels=o, height=h, width=w, kernel_h=kh,
-                kernel_w=kw, stride_h=int(strides[0]), stride_w=int(strides[1]), pad_top=pt,
-                pad_left=pl, pad_bottom=pb, pad_right=pr, dilation_h=int(dilation[0]),
-                dilation_w=int(dilation[1]), groups=int(groups), out_height=int(out_shape[2]),
-                out_width=int(out_shape[3]))
+    return _conv_workload(n, c, h, w, o, kh, kw, int(strides[0]), int(strides[1]), pt, pl, pb, pr,
+                          int(dilation[0]), int(dilation[1]), int(groups), int(out_shape[2]),
+                          int(out_shape[3]))
 
 
 def matmul_workload_dict(a_shape, b_shape, const_b: bool) -> tuple[str, dict] | None:

@@ -380,8 +380,6 @@ class ScheduleHalf:
 
     def roofline(self, layer: Layer, hw, seconds: float) -> float:
         """Fraction of the roofline bound reached in ``seconds`` (0 when not finite)."""
-        if not seconds or not math.isfinite(seconds):
-            return 0.0
         return roofline_fraction(self.roofline_seconds(layer, hw), seconds)
 
     def cycles(self, seconds: float, hw) -> int:
