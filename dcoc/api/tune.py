@@ -22,6 +22,7 @@ from dcoc.api.checks import (
     check_workers,
     one_line_keywords,
 )
+from dcoc.errors import DcocError
 from dcoc.results.result import TaskResult, TuneResult
 from dcoc.targets import DEFAULT_TARGET
 from dcoc.tuners import DEFAULT as DEFAULT_TUNER
@@ -152,8 +153,9 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
          n_workers: int | None = None, progress: bool = False, pareto: bool = False,
          example_inputs=None, *, wait: bool = False, verbose: bool = False, warm_start=None,
          baseline=None, config=None, time_budget: float | None = None, runner="local",
-         flush_cache: bool = False, metaschedule=None) -> TuneResult:
-    """Tune a whole model.
+         flush_cache: bool = False, metaschedule=None, weights=None, objective: str = "weighted",
+         singles: bool = True) -> TuneResult:
+    """Tune a whole model, or co-design one accelerator for a list of models.
 
     Parameters
     ----------
@@ -208,7 +210,27 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     flush_cache (llvm): time every candidate cold (CPU caches flushed).
     metaschedule (llvm/cuda): a :class:`tvm_plugin.metaschedule.options.MetaScheduleOptions`
         for the other MetaSchedule settings (the arguments above replace its fields).
+
+    A list of models (accelerator targets; :mod:`dcoc.api.mix`) co-designs ONE hardware
+    config for all of them and returns a :class:`dcoc.results.mix.MixResult` (one
+    TuneResult per model in ``.models``): ``trials`` is the budget of the whole mix, a layer
+    several models share is measured once, and the objective is the ``weights``-weighted sum
+    of the models' accelerator latencies (``weights``: one positive number per model, e.g.
+    the inferences per second each must serve; default 1 each), or with
+    ``objective="max"`` the largest weight x latency.  ``singles`` (default True) also
+    co-designs every model alone with ``trials / len(model)`` trials and tunes every other
+    model's schedules on that design's hardware with as many: what designing for one model
+    costs the others.
     """
+    if isinstance(model, (list, tuple)):
+        return _tune_mix(list(model), target=target, board=board, trials=trials, tuner=tuner,
+                         seed=seed, work_dir=work_dir, resume=resume, hardware=hardware,
+                         input_shapes=input_shapes, measurer=measurer, n_workers=n_workers,
+                         progress=progress, pareto=pareto, example_inputs=example_inputs, wait=wait,
+                         warm_start=warm_start, config=config, weights=weights, objective=objective,
+                         singles=singles)
+    if weights is not None or objective != "weighted":
+        raise DcocError("weights and objective are for a list of models (a model mix)")
     accelerator = check_tune(target=target, tuner=tuner, trials=trials, seed=seed, board=board,
                              work_dir=work_dir, input_shapes=input_shapes, n_workers=n_workers,
                              time_budget=time_budget, flush_cache=flush_cache, runner=runner)
@@ -251,6 +273,37 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
         if pareto:
             _add_pareto(res, measurer, n_workers, tg.name)
         return res
+
+
+def _tune_mix(models: list, *, target, board, trials, tuner, seed, work_dir, resume, hardware,
+              input_shapes, measurer, n_workers, progress, pareto, example_inputs, wait,
+              warm_start, config, weights, objective, singles):
+    """Check, resolve and lock a model mix, then :func:`dcoc.api.mix.tune_mix`."""
+    from dcoc.api.mix import check_mix, model_names, tune_mix
+
+    accelerator = check_tune(target=target, tuner=tuner, trials=trials, seed=seed, board=board,
+                             work_dir=work_dir, input_shapes=None, n_workers=n_workers,
+                             time_budget=None, flush_cache=False, runner="local")
+    weights = check_mix(models, weights, objective, accelerator)
+    for name, value in (("input_shapes", input_shapes), ("example_inputs", example_inputs),
+                        ("warm_start", warm_start)):
+        if value is not None:
+            raise DcocError(f"{name} is not supported for a model mix")
+    check_pareto(pareto, accelerator, hardware)
+    from dcoc.targets import get as get_target
+
+    tg = get_target(target)
+    bd = tg.board(board if board is not None else tg.default_board)
+    names = model_names(models)
+    if work_dir is None:
+        hw_name = tg.parse_hw(hardware, bd.name).name if hardware is not None else None
+        work_dir = default_work_dir("mix-" + "+".join(names), tg.name, bd.name, tuner, seed, hw_name)
+    with _work_dir_lock(work_dir, wait):
+        return tune_mix(tg, bd, models, weights=weights, objective=objective, singles=bool(singles),
+                        trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir, resume=resume,
+                        hardware=hardware, measurer=measurer, n_workers=n_workers,
+                        progress=progress, pareto=pareto, model_paths=[_model_path(m) for m in models],
+                        config=config)
 
 
 def _work_dir_lock(work_dir, wait: bool):

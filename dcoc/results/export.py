@@ -24,7 +24,8 @@ import shutil
 
 from dcoc.errors import ConfigError, DcocError
 
-__all__ = ["read_source", "export_accelerator", "check", "check_export_path", "EXPORT_FILE"]
+__all__ = ["read_source", "export_accelerator", "check", "check_export_path", "schedules_file",
+           "write_hardware", "EXPORT_FILE"]
 
 EXPORT_FILE = "export.json"
 REPORT_FILE = "hardware_report.json"
@@ -42,23 +43,44 @@ RUN_NOT_EXPORTED = (
 # ============================================================================ entry points
 def check(path: str) -> dict:
     """Re-simulate an exported accelerator directory from its files alone (hardware config,
-    schedules, layer workloads): ``{"latency_ms", "exported_latency_ms", "layers"}``."""
-    from dcoc.codesign.prior import read_layers
+    schedules, layer workloads): ``{"latency_ms", "exported_latency_ms", "layers"}`` (a
+    model mix: its objective, and every model's layers)."""
     from dcoc.targets import get
 
     meta = _read_json(os.path.join(path, EXPORT_FILE), "export")
     tg = get(meta.get("target"))
     hw = _hw_from_export(path, meta, tg)
-    sched = _read_json(os.path.join(path, SCHEDULES_FILE), "export")["schedules"]
-    layers = read_layers(os.path.join(path, LAYERS_FILE), tg)
+    if not meta.get("models"):
+        total, rows = _simulate(path, tg, hw, SCHEDULES_FILE, LAYERS_FILE)
+        return {"latency_ms": total * 1e3, "exported_latency_ms": meta.get("latency_ms"),
+                "hardware": hw.name, "layers": rows}
+    from dcoc.codesign.mix import combine
+
+    lats, rows = [], []
+    for m in meta["models"]:  # a model mix: one schedules and one layers file per model
+        total, r = _simulate(path, tg, hw, m["schedules_file"], m["layers_file"])
+        lats.append(total * 1e3)
+        rows += [{"model": m["model"], **row} for row in r]
+    return {"latency_ms": combine(lats, [m["weight"] for m in meta["models"]], meta["objective"]),
+            "exported_latency_ms": meta.get("objective_ms"), "hardware": hw.name, "layers": rows,
+            "models": {m["model"]: lat for m, lat in zip(meta["models"], lats)}}
+
+
+def _simulate(path: str, tg, hw, schedules_file: str, layers_file: str) -> tuple[float, list]:
+    """(seconds, per-layer rows) of the layers in ``layers_file`` with the schedules of
+    ``schedules_file`` on ``hw``."""
+    from dcoc.codesign.prior import read_layers
+
+    sched = _read_json(os.path.join(path, schedules_file), "export")["schedules"]
+    layers = read_layers(os.path.join(path, layers_file), tg)
     if not layers:
-        raise ConfigError(f"{path} has no {LAYERS_FILE}: nothing to simulate")
+        raise ConfigError(f"{path} has no {layers_file}: nothing to simulate")
     m = tg.measurer(n_workers=0)
     rows, total = [], 0.0
     try:
         for layer in layers.values():
             if layer.name not in sched:
-                raise ConfigError(f"{path}/{SCHEDULES_FILE} has no schedule for layer {layer.name}")
+                raise ConfigError(f"{path}/{schedules_file} has no schedule for layer {layer.name}")
             r = m.measure(tg.task(layer, hw), [sched[layer.name]])[0]
             if not r.valid:
                 raise DcocError(f"layer {layer.name}: the exported schedule is not valid on "
@@ -67,8 +89,7 @@ def check(path: str) -> dict:
             rows.append({"layer": layer.name, "count": layer.count, "ms": r.cost * 1e3})
     finally:
         m.close()
-    return {"latency_ms": total * 1e3, "exported_latency_ms": meta.get("latency_ms"),
-            "hardware": hw.name, "layers": rows}
+    return total, rows
 
 
 def check_export_path(path: str) -> str:
@@ -188,32 +209,9 @@ def export_accelerator(data: dict, work_dir: str | None, path: str) -> dict:
     hw = tg.parse_hw(data.get("hardware"), bd.name)
     if hw is None:
         raise ConfigError("the result holds no hardware config")
-    _prepare_dir(path)
-    files = []
-
-    # the hardware config in the target's own format
-    _write_json(os.path.join(path, tg.config_file), tg.export_config(hw, bd))
-    files.append(tg.config_file)
-
-    # resources and clock (dcoc's resource model)
-    res = tg.resources(hw, bd)
-    budgets = {k: v[0] for k, v in tg.budgets(bd).items()}
-    report = {"hardware": hw.name, "target": tg.name, "board": bd.name,
-              "part": getattr(bd, "part", None), "clock_mhz": hw.freq_mhz,
-              "bus_bytes": hw.bus_bytes, "resources": res, "budgets": budgets,
-              "utilization": {k: res[k] / budgets[k] for k in budgets if k in res and budgets[k]},
-              "source": "dcoc's resource and clock model (docs/vta.md), not a synthesis report"}
-    report.update(tg.hardware_report(hw))
-    _write_json(os.path.join(path, REPORT_FILE), report)
-    files.append(REPORT_FILE)
-
-    # schedules (a `dcoc run --schedules` file: hardware + per-layer knobs)
-    sched = {"target": tg.name, "board": bd.name, "hardware": _hw_fields(hw),
-             "schedules": data.get("schedules") or {}, "layers": data.get("layers") or [],
-             "cpu_layers": data.get("cpu_layers") or [], "latency_ms": data.get("latency_ms")}
-    if data.get("input_shapes"):
-        sched["input_shapes"] = data["input_shapes"]
-    _write_json(os.path.join(path, SCHEDULES_FILE), sched)
+    report = write_hardware(tg, bd, hw, path)
+    files = [tg.config_file, REPORT_FILE]
+    _write_json(os.path.join(path, SCHEDULES_FILE), schedules_file(tg, bd, hw, data))
     files.append(SCHEDULES_FILE)
     if work_dir and os.path.isfile(os.path.join(work_dir, LAYERS_FILE)):
         shutil.copyfile(os.path.join(work_dir, LAYERS_FILE), os.path.join(path, LAYERS_FILE))
@@ -234,6 +232,33 @@ def export_accelerator(data: dict, work_dir: str | None, path: str) -> dict:
                 _accelerator_readme(tg, bd, hw, data, report, check_cmd, run_cmd))
     files.append("README.md")
     return {**meta, "path": path, "files": files}
+
+
+def write_hardware(tg, bd, hw, path: str) -> dict:
+    """Create the directory ``path`` and write the hardware config in the target's own
+    format and the resource / clock report (dcoc's resource model) there; returns the report."""
+    _prepare_dir(path)
+    _write_json(os.path.join(path, tg.config_file), tg.export_config(hw, bd))
+    res = tg.resources(hw, bd)
+    budgets = {k: v[0] for k, v in tg.budgets(bd).items()}
+    report = {"hardware": hw.name, "target": tg.name, "board": bd.name,
+              "part": getattr(bd, "part", None), "clock_mhz": hw.freq_mhz,
+              "bus_bytes": hw.bus_bytes, "resources": res, "budgets": budgets,
+              "utilization": {k: res[k] / budgets[k] for k in budgets if k in res and budgets[k]},
+              "source": "dcoc's resource and clock model (docs/vta.md), not a synthesis report"}
+    report.update(tg.hardware_report(hw))
+    _write_json(os.path.join(path, REPORT_FILE), report)
+    return report
+
+
+def schedules_file(tg, bd, hw, data: dict) -> dict:
+    """A `dcoc run --schedules` file of a model's result ``data``: hardware + per-layer knobs."""
+    sched = {"target": tg.name, "board": bd.name, "hardware": _hw_fields(hw),
+             "schedules": data.get("schedules") or {}, "layers": data.get("layers") or [],
+             "cpu_layers": data.get("cpu_layers") or [], "latency_ms": data.get("latency_ms")}
+    if data.get("input_shapes"):
+        sched["input_shapes"] = data["input_shapes"]
+    return sched
 
 
 def _hw_fields(hw) -> dict:
