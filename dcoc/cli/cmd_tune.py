@@ -47,8 +47,18 @@ the estimated model latency, drawn once every task has a measured schedule, i.e.
 --trials >= tasks).  llvm/cuda: TVM's own logs and native warnings go to WORK_DIR/logs/
 (-v: to the console).
 
+Several models (accelerator targets): ONE hardware config for all of them, schedules per
+model; --trials is the budget of the whole mix and a layer several models share is measured
+once.  The objective is the weighted sum of the models' accelerator latencies (--weights,
+e.g. the inferences per second each must serve; default 1 each) or, with --objective max,
+the largest weight x latency.  The table compares every model with the preset and with each
+model's own single-model design (co-designed alone with trials/models, every other model's
+schedules tuned on its hardware with as many; --no-singles skips them).  --export writes
+the hardware once and one schedules file per model.
+
 examples:
   dcoc tune resnet18 --target vta --board pynq --trials 300
+  dcoc tune resnet18 mobilenetv2 --board pynq --trials 600 --weights 2 1  # one design for both
   dcoc tune mobilenetv2 --board ultra96 --trials 2000 --tuner dcoc     # the paper's agents
   dcoc tune resnet18 --hardware pynq --tuner xgb --trials 500       # software only
   dcoc tune resnet18 --target systolic --board kv260 --trials 500
@@ -59,7 +69,7 @@ examples:
 
 
 def add_arguments(parser) -> None:
-    add_model_arguments(parser)
+    add_model_arguments(parser, "several: one accelerator for all of them (a model mix)")
     add_target_argument(parser)
     from dcoc.cli.options import add_board_argument, add_tuner_argument, int_at_least, worker_count
 
@@ -107,6 +117,14 @@ def add_arguments(parser) -> None:
                         help="after tuning, export the result (`dcoc export`): llvm/cuda a TVM library "
                              "(PATH.so or PATH/model.so), vta/systolic a directory with the hardware "
                              "config (vta_config.json), resource report, schedules")
+    parser.add_argument("--weights", nargs="+", type=float, default=None, metavar="W",
+                        help="several models: one positive weight per model (default: 1 each), "
+                             "e.g. the inferences per second each must serve")
+    parser.add_argument("--objective", choices=("weighted", "max"), default="weighted",
+                        help="several models: minimize the weighted sum of their latencies "
+                             "(default) or the largest weight x latency")
+    parser.add_argument("--no-singles", action="store_true",
+                        help="several models: skip the single-model designs the table compares with")
     add_output_arguments(parser, "the result (what WORK_DIR/result.json holds)")
 
 
@@ -135,12 +153,22 @@ def run(args) -> int:
             kw["flush_cache"] = True
         if budget is not None:
             kw["time_budget"] = budget
-    res = dcoc.tune(args.model, target=_target_arg(args.target), board=args.board, trials=args.trials,
+    models = args.model if isinstance(args.model, list) else [args.model]
+    if len(models) > 1:
+        kw.update(weights=args.weights, objective=args.objective, singles=not args.no_singles)
+    elif args.weights is not None or args.objective != "weighted":
+        from dcoc.errors import DcocError
+
+        raise DcocError("--weights and --objective are for several models")
+    res = dcoc.tune(models if len(models) > 1 else models[0], target=_target_arg(args.target),
+                    board=args.board, trials=args.trials,
                     tuner=args.tuner, seed=args.seed, work_dir=args.work_dir,
                     resume=not args.no_resume, hardware=args.hardware, input_shapes=shapes,
                     n_workers=args.workers, progress=out.progress,
                     pareto=bool(getattr(args, "pareto", False)),
                     warm_start=getattr(args, "warm_start", None) or None, **kw)
+    if len(models) > 1:
+        return _report_mix(res, args, out)
     text = summary(res)
     if getattr(res, "pareto", None) is not None:
         text += "\n" + pareto_summary(res.pareto, res.board, (res.extra or {}).get("pareto"))
@@ -151,6 +179,25 @@ def run(args) -> int:
         plot_run_dir(res.work_dir)
     except Exception as exc:  # noqa: BLE001 - a plot must never lose a result
         print(f"dcoc: plot skipped: {' '.join(str(exc).split())}", file=sys.stderr)
+    if getattr(args, "export", None):
+        meta = res.export(args.export)
+        out.print(f"exported   {meta['path']} ({', '.join(meta['files'])})")
+    if out.json_path is not None:
+        from dcoc.results.result import _json_default
+
+        out.emit_json(res.to_json(), default=_json_default)
+        if not out.json_to_stdout:
+            out.print(f"result written to {out.json_path}")
+    return 0
+
+
+def _report_mix(res, args, out) -> int:
+    """Print a model mix's table (and Pareto front), export, write --json."""
+    text = res.summary()
+    if res.pareto is not None:
+        text += "\n" + pareto_summary(res.pareto, res.board, (res.extra or {}).get("pareto"))
+        text += "\n  (ms: the weighted sum of the models' accelerator latencies)"
+    out.print(text)
     if getattr(args, "export", None):
         meta = res.export(args.export)
         out.print(f"exported   {meta['path']} ({', '.join(meta['files'])})")

@@ -45,9 +45,13 @@ TARGET_HELP = ("vta (the VTA-style accelerator: conv2d/dense workloads it runs p
                "\"num-cores\": 4}'")
 
 
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the positional ``model`` and the repeatable ``--input-shape NAME:D0,D1,...``."""
-    parser.add_argument("model", metavar="MODEL", help=MODEL_HELP)
+def add_model_arguments(parser: argparse.ArgumentParser, several: str | None = None) -> None:
+    """Add the positional ``model`` and the repeatable ``--input-shape NAME:D0,D1,...``;
+    ``several``: the positional takes one or more models (a list), this help added."""
+    if several:
+        parser.add_argument("model", metavar="MODEL", nargs="+", help=f"{MODEL_HELP}; {several}")
+    else:
+        parser.add_argument("model", metavar="MODEL", help=MODEL_HELP)
     parser.add_argument("--input-shape", metavar="NAME:D0,D1,...", action="append", default=[],
                         dest="input_shape", help=INPUT_SHAPE_HELP)
 
