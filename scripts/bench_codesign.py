@@ -41,7 +41,11 @@ test against ``surrogate``, per (model, board) the median over seeds, and whethe
 ``--exhaustive-found`` every config any of those runs ended on is searched exhaustively
 too (cached).
 
+``--mix`` runs the model-mix case instead (:mod:`scripts.bench_mix`: one accelerator for
+ResNet-18 + MobileNetV2 + a small ResNet vs the best single-model design; its options follow).
+
     python -m scripts.bench_codesign --models resnet18 --boards pynq --trials 500 --seeds 0
+    python -m scripts.bench_codesign --mix --boards pynq ultra96 --seeds 0 1 2
     python -m scripts.bench_codesign --budgets 100 200 500 1000 --models resnet18 mobilenetv2 \\
         --boards pynq ultra96 zcu104 --tuners surrogate dcoc sweep xgb ga rl random
 """
@@ -560,6 +564,11 @@ def merge(paths, exhaustive_found=False, jobs: int | None = None) -> dict:
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--mix" in argv:  # the model-mix case, with its own options
+        from scripts import bench_mix
+
+        return bench_mix.main([a for a in argv if a != "--mix"])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="*", default=["resnet18", "mobilenetv2"])
     ap.add_argument("--boards", nargs="*", default=["pynq", "ultra96"])

@@ -29,6 +29,10 @@ def export(source, path: str) -> dict:
     from dcoc.targets import available, is_accelerator
 
     target = str(data.get("target") or "")
+    if data.get("mix"):  # one accelerator for several models (dcoc.api.mix)
+        from dcoc.results.mix import export_mix
+
+        return export_mix(data, work_dir, os.fspath(path))
     if target in available() and is_accelerator(target):
         return export_accelerator(data, work_dir, os.fspath(path))
     from tvm_plugin.export import export_tvm

@@ -68,7 +68,7 @@ def model_names(models) -> list[str]:
 
 def tune_mix(tg, bd, models, *, weights, objective: str, singles: bool, trials: int, tuner,
              seed: int, work_dir: str, resume: bool, hardware, measurer, n_workers, progress: bool,
-             pareto: bool, model_paths, config) -> MixResult:
+             pareto: bool, model_paths, config, baseline=None) -> MixResult:
     """Co-design (or, with ``hardware``, software-only tuning) for all ``models`` on target
     ``tg`` within board ``bd``; the result is saved to ``work_dir/result.json``."""
     from dcoc.api.accelerator import _check_schedulable, _measurer, _ProgressBar, _run_driver
@@ -105,7 +105,8 @@ def tune_mix(tg, bd, models, *, weights, objective: str, singles: bool, trials: 
     try:
         if hardware is not None:
             _check_schedulable(session.layers, hardware, tg)
-        driver = _run_driver(session, bd, tuner, seed, hardware, {"config": config} if config else {})
+        driver_kw = {k: v for k, v in (("baseline", baseline), ("config", config)) if v is not None}
+        driver = _run_driver(session, bd, tuner, seed, hardware, driver_kw)
         if bar is not None:
             bar.close()
             bar = None
@@ -114,7 +115,7 @@ def tune_mix(tg, bd, models, *, weights, objective: str, singles: bool, trials: 
         if singles and hardware is None:
             res.singles = _singles(tg, bd, models, names, model_paths, res, per, m,
                                    tuner=tuner, seed=seed, work_dir=work_dir, resume=resume,
-                                   progress=progress, config=config)
+                                   progress=progress, driver_kw=driver_kw)
         if pareto:
             _add_pareto(res, session, records, m)
     finally:
@@ -167,7 +168,8 @@ def _result(tg, bd, session, driver, models, names, parts, model_paths, *, tuner
 
 def _model_result(tg, bd, session, i, hw, model, part, model_path, *, tuner, seed, work_dir,
                   records, t0):
-    """Model ``i``'s TuneResult on the mix's hardware (baseline filled in by the caller)."""
+    """Model ``i``'s TuneResult on the mix's hardware (baseline filled in by the caller;
+    ``trials`` and ``history``: the whole mix's trials, no curve of its own)."""
     from types import SimpleNamespace
 
     from dcoc.api.accelerator import _cpu_estimate, _layer_rows
@@ -191,7 +193,7 @@ def _model_result(tg, bd, session, i, hw, model, part, model_path, *, tuner, see
 
 
 def _singles(tg, bd, models, names, model_paths, res, per: int, measurer, *, tuner, seed,
-             work_dir, resume, progress, config) -> list[dict]:
+             work_dir, resume, progress, driver_kw: dict) -> list[dict]:
     """Each model's own co-design (``per`` trials) evaluated on the whole mix: the other
     models' schedules tuned on its hardware with ``per`` trials each."""
     from dcoc.api.accelerator import _tune_accelerator
@@ -205,7 +207,7 @@ def _singles(tg, bd, models, names, model_paths, res, per: int, measurer, *, tun
                                      work_dir=path, resume=resume, hardware=hardware,
                                      input_shapes=None, measurer=measurer, n_workers=None,
                                      progress=progress, model_path=model_paths[i], warm_start=None,
-                                     baseline=None, config=config)
+                                     baseline=driver_kw.get("baseline"), config=driver_kw.get("config"))
 
     out = []
     for i, name in enumerate(names):

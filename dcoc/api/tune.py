@@ -227,8 +227,8 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
                          seed=seed, work_dir=work_dir, resume=resume, hardware=hardware,
                          input_shapes=input_shapes, measurer=measurer, n_workers=n_workers,
                          progress=progress, pareto=pareto, example_inputs=example_inputs, wait=wait,
-                         warm_start=warm_start, config=config, weights=weights, objective=objective,
-                         singles=singles)
+                         warm_start=warm_start, config=config, baseline=baseline, weights=weights,
+                         objective=objective, singles=singles)
     if weights is not None or objective != "weighted":
         raise DcocError("weights and objective are for a list of models (a model mix)")
     accelerator = check_tune(target=target, tuner=tuner, trials=trials, seed=seed, board=board,
@@ -277,7 +277,7 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
 
 def _tune_mix(models: list, *, target, board, trials, tuner, seed, work_dir, resume, hardware,
               input_shapes, measurer, n_workers, progress, pareto, example_inputs, wait,
-              warm_start, config, weights, objective, singles):
+              warm_start, config, baseline, weights, objective, singles):
     """Check, resolve and lock a model mix, then :func:`dcoc.api.mix.tune_mix`."""
     from dcoc.api.mix import check_mix, model_names, tune_mix
 
@@ -303,7 +303,7 @@ def _tune_mix(models: list, *, target, board, trials, tuner, seed, work_dir, res
                         trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir, resume=resume,
                         hardware=hardware, measurer=measurer, n_workers=n_workers,
                         progress=progress, pareto=pareto, model_paths=[_model_path(m) for m in models],
-                        config=config)
+                        config=config, baseline=baseline)
 
 
 def _work_dir_lock(work_dir, wait: bool):

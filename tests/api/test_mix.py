@@ -97,6 +97,9 @@ def test_export_holds_one_design_and_runs_each_model_bit_exactly(mix, tmp_path):
         ["vta_config.json", "hardware_report.json", "export.json", "README.md", "schedules-big.json",
          "layers-big.json", "schedules-small.json", "layers-small.json"])
     assert json.loads((path / "vta_config.json").read_text()) == mix.hardware.to_vta_config("pynq")
+    r = _dcoc("export", mix.work_dir, str(tmp_path / "again"), cwd=tmp_path)  # from the work dir
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "again" / "schedules-small.json").read_text() == (path / "schedules-small.json").read_text()
     r = _dcoc("export", "--check", ".", "--json", "-", cwd=path)
     assert r.returncode == 0, r.stderr
     chk = json.loads(r.stdout)
