@@ -11,8 +11,10 @@ schedule on a config serves every model that has it (its time does not depend on
 :class:`MixSession` is that :class:`~dcoc.codesign.session.Session` plus the map from each
 model's layers to the merged ones.  With ``objective="max"`` its latency is the largest
 ``weight x latency`` of any model (the slowest model, at equal weights): the incumbent, the
-best design and the result follow it, while the drivers' cost-model estimates still rank
-configs by the weighted sum (a linear stand-in).
+best design and the result follow it.  The drivers' estimates are linear in the layer
+counts, so for ``max`` the counts are the linearization at the incumbent: the slowest
+model's weighted counts plus :data:`OTHERS` of the other models' (kept above zero so their
+layers are still tuned), updated whenever another model becomes the slowest.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from dcoc.errors import DcocError
 from dcoc.targets.base import Layer
 
 OBJECTIVES = ("weighted", "max")
+#: ``objective="max"``: the share of the models other than the slowest in the layer counts
+OTHERS = 0.05
 
 
 def merge_layers(per_model: list[list[Layer]], weights: list[float]) -> tuple[list[Layer], list[list[int]]]:
@@ -75,8 +79,30 @@ class MixSession(Session):
         self.per_model = per_model
         self.weights = [float(w) for w in weights]
         self.objective = check_objective(objective)
+        self._focus: int | None = None
         super().__init__(layers, measurer, budget, tuner, seed, records, resume, progress=progress,
                          target=target)
+
+    def measure(self, jobs: list) -> list:
+        out = super().measure(jobs)
+        if self.objective == "max" and self.best_hw is not None:
+            self._focus_on_slowest()
+        return out
+
+    def _focus_on_slowest(self) -> None:
+        """``max``: the layer counts of the linearization at the incumbent (module docstring)."""
+        terms = [w * self.model_latency(self.best_hw, m) for m, w in enumerate(self.weights)]
+        slow = max(range(len(terms)), key=terms.__getitem__)
+        if slow == self._focus:
+            return
+        self._focus = slow
+        counts = [0.0] * len(self.layers)
+        for m, (layers, idx) in enumerate(zip(self.per_model, self.index)):
+            share = self.weights[m] * (1.0 if m == slow else OTHERS)
+            for layer, li in zip(layers, idx):
+                counts[li] += share * layer.count
+        for layer, c in zip(self.layers, counts):
+            layer.count = c
 
     def model_latency(self, hw_name: str, m: int) -> float | None:
         """Model ``m``'s accelerator latency (seconds) on a config, or None if not complete."""
@@ -122,4 +148,4 @@ def combine(latencies: list[float], weights: list[float], objective: str) -> flo
     return max(terms) if objective == "max" else sum(terms)
 
 
-__all__ = ["MixSession", "OBJECTIVES", "check_objective", "combine", "merge_layers"]
+__all__ = ["MixSession", "OBJECTIVES", "OTHERS", "check_objective", "combine", "merge_layers"]

@@ -119,7 +119,9 @@ class MixResult:
             row += [f"{s['objective_ms']:.3f}", _x(_ratio(s["objective_ms"], self.objective_ms))]
         rows.append(row)
         right = set(range(1, len(head)))
-        out = [render_table(head, rows, right), "",
+        out = [render_table(head, rows, right),
+               "(ms: accelerator latency on the mix design; vs: that design's latency over the mix "
+               "design's, > 1: the mix design is faster)", "",
                f"hardware    {tg.describe_hw(self.hardware, self.board)}",
                f"baseline    {tg.baseline_label(self.board)}"]
         best = self.best_single

@@ -143,6 +143,26 @@ def test_objective_max_is_the_slowest_weighted_model(models, tmp_path):
     assert "max of weight x ms" in res.summary()
 
 
+def test_max_objective_linearizes_at_the_slowest_model(models):
+    """The drivers' linear estimate under ``max``: the slowest model's weighted latency plus
+    OTHERS of the others' (so the search works on the bottleneck)."""
+    from dcoc.codesign import default_schedules
+    from dcoc.codesign.mix import OTHERS, MixSession
+    from dcoc.targets import get
+    from tvm_plugin.frontend import model_tasks
+
+    tg = get("vta")
+    per = [tg.layers(model_tasks(models[k], "vta"))[0] for k in ("big", "small")]
+    hw = tg.default_hw(tg.board("pynq"))
+    for weights in ([1, 1], [1, 30]):
+        s = MixSession(per, weights, "max", tg.measurer(n_workers=0), 100, "surrogate", 0, target=tg)
+        default_schedules(s, hw)
+        terms = [w * s.model_latency(hw.name, m) for m, w in enumerate(weights)]
+        assert s.latency(hw.name) == max(terms) == s.best_latency
+        linear = sum(layer.count * s.best[(hw.name, li)][0] for li, layer in enumerate(s.layers))
+        assert linear == pytest.approx(max(terms) + OTHERS * min(terms), rel=1e-9)
+
+
 def test_bad_mixes_are_one_line_errors(models, tmp_path):
     big, small = models["big"], models["small"]
     for args in ([big, small, "--weights", "1"], [big, "--weights", "2"],
