@@ -143,6 +143,32 @@ def test_objective_max_is_the_slowest_weighted_model(models, tmp_path):
     assert "max of weight x ms" in res.summary()
 
 
+def test_fixed_hardware_tunes_every_models_schedules_there(models, tmp_path):
+    res = dcoc.tune([models["big"], models["small"]], board="pynq", hardware="pynq", trials=20,
+                    seed=0, work_dir=str(tmp_path / "wd"), n_workers=0)
+    assert res.hardware == HWConfig.preset("pynq") and res.singles is None
+    for r, path in zip(res.models, (models["big"], models["small"])):
+        assert r.latency_ms == pytest.approx(model_latency_ms(path, res.hardware, r.schedules), rel=1e-9)
+    assert "software only" in res.extra["search"]
+
+
+def test_a_busy_work_dir_is_refused_with_the_holders_pid(models, tmp_path):
+    wd = tmp_path / "wd"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom dcoc.workdir import lock_work_dir\n"
+                               "with lock_work_dir(sys.argv[1]):\n    print('locked', flush=True)\n"
+                               "    time.sleep(60)", str(wd)], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                              env=dict(os.environ, PYTHONPATH=ROOT))
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        r = _dcoc("tune", models["big"], models["small"], "--trials", "30", "--work-dir", str(wd), "-q",
+                  cwd=tmp_path)
+        assert r.returncode == 2 and f"PID {holder.pid}" in r.stderr, r.stderr
+        assert not (wd / "records.jsonl").exists()
+    finally:
+        holder.kill()
+        holder.wait(10)
+
+
 def test_max_objective_linearizes_at_the_slowest_model(models):
     """The drivers' linear estimate under ``max``: the slowest model's weighted latency plus
     OTHERS of the others' (so the search works on the bottleneck)."""
