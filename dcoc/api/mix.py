@@ -72,7 +72,7 @@ def tune_mix(tg, bd, models, *, weights, objective: str, singles: bool, trials: 
     """Co-design (or, with ``hardware``, software-only tuning) for all ``models`` on target
     ``tg`` within board ``bd``; the result is saved to ``work_dir/result.json``."""
     from dcoc.api.accelerator import _check_schedulable, _measurer, _ProgressBar, _run_driver
-    from dcoc.codesign.mix import MixSession
+    from dcoc.codesign.mix import MixSession, merge_layers
     from dcoc.codesign.prior import write_layers
     from dcoc.search.records import Records
     from dcoc.workdir import claim_work_dir, model_identity
@@ -89,6 +89,10 @@ def tune_mix(tg, bd, models, *, weights, objective: str, singles: bool, trials: 
                 raise DcocError(f"the single-model designs get trials / models = {per} trials each, but "
                                 f"{name} has {len(layers)} {tg.label} layers: raise trials to at least "
                                 f"{len(layers) * len(models)} (or singles=False, --no-singles)")
+    n_layers = len(merge_layers([p[1] for p in parts], weights)[0])
+    if n_layers > trials:
+        raise DcocError(f"the mix has {n_layers} distinct {tg.label} layers and every one needs "
+                        f"a schedule: trials must be >= {n_layers}, got {trials}")
     claim_work_dir(work_dir, {"model": "+".join(names), "models": [model_identity(m) for m in models],
                               "target": tg.name, "board": bd.name})
     records = Records(os.path.join(work_dir, "records.jsonl"))
@@ -97,12 +101,9 @@ def tune_mix(tg, bd, models, *, weights, objective: str, singles: bool, trials: 
     m, own = _measurer(measurer, n_workers, tg.name)
     bar = _ProgressBar(trials, f"mix {tuner}") if progress else None
     t0 = time.perf_counter()
-    session = MixSession([p[1] for p in parts], weights, objective, m, trials, tuner, seed,
-                         records, resume, progress=bar, target=tg)
-    if len(session.layers) > trials:
-        raise DcocError(f"the mix has {len(session.layers)} distinct {tg.label} layers and every one needs "
-                        f"a schedule: trials must be >= {len(session.layers)}, got {trials}")
     try:
+        session = MixSession([p[1] for p in parts], weights, objective, m, trials, tuner, seed,
+                             records, resume, progress=bar, target=tg)
         if hardware is not None:
             _check_schedulable(session.layers, hardware, tg)
         driver_kw = {k: v for k, v in (("baseline", baseline), ("config", config)) if v is not None}
