@@ -2,7 +2,8 @@
 
 Public entry points (imported lazily so ``import dcoc`` stays cheap and never loads TVM):
 
-* :func:`dcoc.tune` -- tune a whole model (ONNX path or zoo name) for ``vta`` or ``llvm``
+* :func:`dcoc.tune` -- tune a whole model (ONNX path or zoo name) for ``vta`` or ``llvm``, or
+  co-design one accelerator for a list of models (a :class:`dcoc.results.mix.MixResult`)
 * :func:`dcoc.tune_task` -- tune one VTA workload
 * :func:`dcoc.run` -- run the int8-quantized model on the (tuned) VTA simulator
 * :mod:`dcoc.targets.vta` -- the VTA-style accelerator model and simulator
@@ -24,6 +25,10 @@ def __getattr__(name):  # PEP 562 lazy attributes
         from dcoc import api
 
         return api.run
+    if name == "MixResult":
+        from dcoc.results.mix import MixResult
+
+        return MixResult
     if name == "RunResult":
         from dcoc.runtime.result import RunResult
 
