@@ -22,6 +22,7 @@ from dcoc.api.checks import (
     check_workers,
     one_line_keywords,
 )
+from dcoc.errors import ConfigError
 from dcoc.results.result import TaskResult, TuneResult
 from dcoc.targets import DEFAULT_TARGET
 from dcoc.tuners import DEFAULT as DEFAULT_TUNER
@@ -152,7 +153,7 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
          n_workers: int | None = None, progress: bool = False, pareto: bool = False,
          example_inputs=None, *, wait: bool = False, verbose: bool = False, warm_start=None,
          baseline=None, config=None, time_budget: float | None = None, runner="local",
-         flush_cache: bool = False, metaschedule=None) -> TuneResult:
+         flush_cache: bool = False, metaschedule=None, extended_cores: bool = False) -> TuneResult:
     """Tune a whole model.
 
     Parameters
@@ -208,6 +209,8 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     flush_cache (llvm): time every candidate cold (CPU caches flushed).
     metaschedule (llvm/cuda): a :class:`tvm_plugin.metaschedule.options.MetaScheduleOptions`
         for the other MetaSchedule settings (the arguments above replace its fields).
+    extended_cores (vta): also search cores stock tvm-vta cannot build (non-square,
+        relaxed instruction layout); default: only what tvm-vta's config flow builds.
     """
     accelerator = check_tune(target=target, tuner=tuner, trials=trials, seed=seed, board=board,
                              work_dir=work_dir, input_shapes=input_shapes, n_workers=n_workers,
@@ -217,7 +220,11 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
         from dcoc.targets import get as get_target
 
         tg = get_target(target)
+        if extended_cores:
+            tg = tg.with_options(extended_cores=True)
         bd = tg.board(board if board is not None else tg.default_board)
+    elif extended_cores:
+        raise ConfigError("extended_cores is an option of the vta target (accelerator co-design)")
     check_pareto(pareto, accelerator, hardware)
     module = _is_torch_module(model)
     check_model_inputs(module, example_inputs, input_shapes)
@@ -225,6 +232,8 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     label = type(model).__name__ if module else (getattr(model, "name", None) or model)
     if work_dir is None:
         hw_name = tg.parse_hw(hardware, bd.name).name if accelerator and hardware is not None else None
+        if extended_cores and hw_name is None:
+            hw_name = "extended"
         work_dir = default_work_dir(label, tg.name if accelerator else _target_label(target),
                                     (board or tg.default_board) if accelerator else None, tuner,
                                     seed, hw_name, input_shapes)

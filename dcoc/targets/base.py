@@ -97,6 +97,8 @@ class HardwareHalf:
     #: stream, so it takes the same time on both (checked in tests/core/test_targets.py);
     #: empty: no such claim
     fit_knobs: tuple = ()
+    #: options this instance was made with (:meth:`with_options`); saved in result.json
+    options: dict = {}
 
     # ---------------------------------------------------------------- to implement
     def make_hw(self, values: dict, board):
@@ -243,6 +245,21 @@ class HardwareHalf:
     def build_notes(self, hw, board) -> list[str]:
         """README lines on building ``hw`` with the target's own hardware flow."""
         return []
+
+    def hw_notes(self, hw, board) -> dict:
+        """What summaries, result.json and the Pareto table say about ``hw`` beyond its
+        resources: ``build`` (whether the target's flow builds it, in words), ``basis``
+        (what its latencies rest on, in words), ``basis_label`` (a short table marker).
+        Empty: nothing to say."""
+        return {}
+
+    def with_options(self, **options):
+        """This target with target-specific options (none by default)."""
+        if options:
+            from dcoc.errors import ConfigError
+
+            raise ConfigError(f"the {self.name} target has no option {sorted(options)[0]!r}")
+        return self
 
 
 class ScheduleHalf:

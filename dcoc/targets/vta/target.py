@@ -25,12 +25,23 @@ class VTATarget(Target):
     slots = SLOTS
     shrink_order = ("tile_h", "tile_co", "tile_w", "tile_b", "tile_ci")
 
-    def __init__(self):
+    def __init__(self, extended_cores: bool = False):
         from dcoc.targets.vta import BOARDS
         from dcoc.targets.vta.spaces import HW_KNOBS
 
         self.boards = BOARDS
         self.hw_knobs = HW_KNOBS
+        #: also search cores stock tvm-vta cannot build (non-square, relaxed encoding)
+        self.extended_cores = bool(extended_cores)
+        self.options = {"extended_cores": True} if extended_cores else {}
+
+    def with_options(self, **options):
+        """This target with ``extended_cores=True``: the hardware space also holds the
+        cores stock tvm-vta cannot build (:mod:`dcoc.targets.vta.buildflow`)."""
+        unknown = set(options) - {"extended_cores"}
+        if unknown:
+            raise ConfigError(f"the vta target has no option {sorted(unknown)[0]!r}")
+        return type(self)(**options)
 
     # ---------------------------------------------------------------- hardware
     def board(self, name):
@@ -43,7 +54,7 @@ class VTATarget(Target):
     def hw_space(self, board, ranges=None):
         from dcoc.targets.vta.spaces import hw_space
 
-        return hw_space(self.board(board), ranges)
+        return hw_space(self.board(board), ranges, self.extended_cores)
 
     def make_hw(self, values, board):
         from dcoc.targets.vta.spaces import make_hw
@@ -125,13 +136,35 @@ class VTATarget(Target):
                 "bram36_per_buffer": hw.bram36()}
 
     def build_notes(self, hw, board):
-        square = hw.block_in == hw.block_out
-        return ["To build the accelerator, copy `vta_config.json` over tvm-vta's "
-                "`config/vta_config.json` (TARGET is the board; VTA's `pkg_config.py` sets the "
-                "clock and bus per TARGET)." + ("" if square else
-                "  The core is not square (BLOCK_IN != BLOCK_OUT), so the file uses the older "
-                "`LOG_BLOCK_IN`/`LOG_BLOCK_OUT` keys: current tvm-vta, whose hardware has one "
-                "`LOG_BLOCK`, cannot build it as is."), ""]
+        from dcoc.targets.vta import buildflow
+        from dcoc.targets.vta.calibration import VALIDITY, provenance
+
+        notes = ["To build the accelerator, copy `vta_config.json` over tvm-vta's "
+                 "`config/vta_config.json` (TARGET is the board; VTA's `pkg_config.py` sets the "
+                 "clock and bus per TARGET).", ""]
+        problems = buildflow.problems(hw)
+        if problems:
+            notes += ["**Stock tvm-vta cannot build this core**: " + "; ".join(problems) + ".", ""]
+            if hw.block_in != hw.block_out:
+                notes += ["The file therefore carries `LOG_BLOCK_IN`/`LOG_BLOCK_OUT` instead of "
+                          "`LOG_BLOCK`. tvm-vta's hardware sources already use the two block sizes "
+                          "separately; `config/pkg_config.py` needs this change:", "",
+                          "```diff", buildflow.NONSQUARE_PATCH.rstrip(), "```", ""]
+        else:
+            notes += ["Stock tvm-vta builds this core (square, standard instruction layout).", ""]
+        prov = provenance(hw, self.board(board).name)
+        notes += [f"Latencies are **{prov['status']}**: {prov['basis']}. The calibration holds "
+                  f"for: {VALIDITY}.", ""]
+        return notes
+
+    def hw_notes(self, hw, board):
+        from dcoc.targets.vta import buildflow
+        from dcoc.targets.vta.calibration import VALIDITY, provenance
+
+        prov = provenance(hw, self.board(board).name)
+        return {"buildable": buildflow.buildable(hw), "build": buildflow.describe(hw),
+                "latency_basis": prov["status"], "basis": prov["basis"], "validity": VALIDITY,
+                "basis_label": _basis_label(prov)}
 
     def describe_hw(self, hw, board):
         r = self.resources(hw, board)
@@ -367,3 +400,9 @@ def layer_from_record(r: dict, tg):
         if layer.key == key:
             return layer
     return None
+
+
+def _basis_label(prov) -> str:
+    from dcoc.targets.vta.calibration import label
+
+    return label(prov)
