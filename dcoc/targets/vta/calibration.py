@@ -53,14 +53,14 @@ class Campaign:
 #: the four campaigns (numbers printed by ``python -m scripts.calibrate_vta``)
 CAMPAIGNS = (
     Campaign("1x16 July", "1x16x16_i8w8a32_15_15_18_17", "2019-07-11", ("ResNet-18",),
-             10, 2.6, 5.7),
+             10, 2.2, 5.7),
     Campaign("1x16 August", "1x16x16_i8w8a32_15_15_18_17", "2019-08-09/10",
              ("ResNet-50", "AlexNet", "VGG-16"), 22, 4.4, 15.3,
              setup={"write_response_ns": 800.0}, eval_rows=11),
     Campaign("4x8 July", "4x8x8_i8w8a32_15_16_16_18", "2019-07-30", ("ResNet-18",),
              10, 3.2, 5.8),
     Campaign("4x8 August", "4x8x8_i8w8a32_15_16_16_18", "2019-08-16", ("ResNet-50",),
-             22, 3.1, 17.6),
+             22, 2.9, 17.6),
 )
 
 
