@@ -63,3 +63,36 @@ def describe(hw) -> str:
            if hw.block_in != hw.block_out and not hw.layout.relaxed else
            "needs a tvm-vta with a wider instruction layout (VTA++)")
     return "NOT buildable by stock tvm-vta: " + "; ".join(p) + f" ({fix})"
+
+
+def build_notes(hw, board: str) -> list[str]:
+    """The export README's lines on building ``hw``: how, whether stock tvm-vta can (and
+    the patch when a non-square core needs one), and what its latencies rest on."""
+    from dcoc.targets.vta.calibration import VALIDITY, provenance
+
+    notes = ["To build the accelerator, copy `vta_config.json` over tvm-vta's "
+             "`config/vta_config.json` (TARGET is the board; VTA's `pkg_config.py` sets the "
+             "clock and bus per TARGET).", ""]
+    found = problems(hw)
+    if found:
+        notes += ["**Stock tvm-vta cannot build this core**: " + "; ".join(found) + ".", ""]
+        if hw.block_in != hw.block_out:
+            notes += ["The file therefore carries `LOG_BLOCK_IN`/`LOG_BLOCK_OUT` instead of "
+                      "`LOG_BLOCK`. tvm-vta's hardware sources already use the two block sizes "
+                      "separately; `config/pkg_config.py` needs this change:", "",
+                      "```diff", NONSQUARE_PATCH.rstrip(), "```", ""]
+    else:
+        notes += ["Stock tvm-vta builds this core (square, standard instruction layout).", ""]
+    prov = provenance(hw, board)
+    notes += [f"Latencies are **{prov['status']}**: {prov['basis']}. The calibration holds "
+              f"for: {VALIDITY}.", ""]
+    return notes
+
+
+def hw_notes(hw, board: str) -> dict:
+    """What summaries, result.json and the Pareto table say about ``hw`` on ``board``."""
+    from dcoc.targets.vta.calibration import VALIDITY, label, provenance
+
+    prov = provenance(hw, board)
+    return {"buildable": buildable(hw), "build": describe(hw), "latency_basis": prov["status"],
+            "basis": prov["basis"], "validity": VALIDITY, "basis_label": label(prov)}

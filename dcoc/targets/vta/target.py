@@ -136,35 +136,14 @@ class VTATarget(Target):
                 "bram36_per_buffer": hw.bram36()}
 
     def build_notes(self, hw, board):
-        from dcoc.targets.vta import buildflow
-        from dcoc.targets.vta.calibration import VALIDITY, provenance
+        from dcoc.targets.vta.buildflow import build_notes
 
-        notes = ["To build the accelerator, copy `vta_config.json` over tvm-vta's "
-                 "`config/vta_config.json` (TARGET is the board; VTA's `pkg_config.py` sets the "
-                 "clock and bus per TARGET).", ""]
-        problems = buildflow.problems(hw)
-        if problems:
-            notes += ["**Stock tvm-vta cannot build this core**: " + "; ".join(problems) + ".", ""]
-            if hw.block_in != hw.block_out:
-                notes += ["The file therefore carries `LOG_BLOCK_IN`/`LOG_BLOCK_OUT` instead of "
-                          "`LOG_BLOCK`. tvm-vta's hardware sources already use the two block sizes "
-                          "separately; `config/pkg_config.py` needs this change:", "",
-                          "```diff", buildflow.NONSQUARE_PATCH.rstrip(), "```", ""]
-        else:
-            notes += ["Stock tvm-vta builds this core (square, standard instruction layout).", ""]
-        prov = provenance(hw, self.board(board).name)
-        notes += [f"Latencies are **{prov['status']}**: {prov['basis']}. The calibration holds "
-                  f"for: {VALIDITY}.", ""]
-        return notes
+        return build_notes(hw, self.board(board).name)
 
     def hw_notes(self, hw, board):
-        from dcoc.targets.vta import buildflow
-        from dcoc.targets.vta.calibration import VALIDITY, provenance
+        from dcoc.targets.vta.buildflow import hw_notes
 
-        prov = provenance(hw, self.board(board).name)
-        return {"buildable": buildflow.buildable(hw), "build": buildflow.describe(hw),
-                "latency_basis": prov["status"], "basis": prov["basis"], "validity": VALIDITY,
-                "basis_label": _basis_label(prov)}
+        return hw_notes(hw, self.board(board).name)
 
     def describe_hw(self, hw, board):
         r = self.resources(hw, board)
@@ -400,9 +379,3 @@ def layer_from_record(r: dict, tg):
         if layer.key == key:
             return layer
     return None
-
-
-def _basis_label(prov) -> str:
-    from dcoc.targets.vta.calibration import label
-
-    return label(prov)
