@@ -232,8 +232,8 @@ def summary(res) -> str:
         if res.cpu_layers:
             out.append("")
             out.append("on the CPU (their host-timed total is the 'cpu layers' line):")
-            out.append(render_table(["layer", "kind", "count"],
-                                    [[c["layer"], c.get("kind", ""), c["count"]]
+            out.append(render_table(["layer", "kind", "count", "why"],
+                                    [[c["layer"], c.get("kind", ""), c["count"], c.get("reason", "")]
                                      for c in res.cpu_layers], right={2}))
         out.append("")
         out.append(f"hardware    {get(res.target).describe_hw(res.hardware, res.board)}")

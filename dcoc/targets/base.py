@@ -279,6 +279,8 @@ class ScheduleHalf:
     #: which accelerator extraction of ``tvm_plugin.frontend.model_tasks`` gives the layers
     #: (conv2d / dense workloads marked with this device, the rest left on the CPU)
     frontend_target = "vta"
+    #: the task kinds of that extraction this target runs (the others stay on the CPU)
+    task_kinds = ("conv2d", "dense", "batch_matmul")
 
     # ---------------------------------------------------------------- to implement
     def workload(self, spec):
@@ -305,12 +307,13 @@ class ScheduleHalf:
     # ---------------------------------------------------------------- defaults
     def layers(self, tasks) -> tuple[list[Layer], list]:
         """Model tasks -> (accelerator layers, CPU layers ``[(name, kind, count)]``).
-        Default: one layer per task of device :attr:`frontend_target` (its workload by
-        :meth:`workload`; a batch_matmul counts its batch as repeats), the rest and the
-        tasks' ``cpu_ops`` on the CPU."""
+        Default: one layer per task of device :attr:`frontend_target` and a kind of
+        :attr:`task_kinds` (its workload by :meth:`workload`; a batch_matmul counts its
+        batch as repeats), the rest and the tasks' ``cpu_ops`` on the CPU."""
         layers, cpu = [], []
         for t in tasks:
-            if getattr(t, "device", self.frontend_target) != self.frontend_target:
+            if getattr(t, "device", self.frontend_target) != self.frontend_target or \
+                    t.kind not in self.task_kinds:
                 cpu.append((t.name, t.kind, int(t.weight)))
                 continue
             wl = self.workload(t)
@@ -320,6 +323,14 @@ class ScheduleHalf:
         for t in getattr(tasks, "cpu_ops", []) or []:
             cpu.append((t.name, t.kind, int(t.weight)))
         return layers, cpu
+
+    def cpu_reason(self, task) -> str:
+        """Why ``task`` (a CPU layer of :meth:`layers`) runs on the CPU."""
+        from dcoc.tasks import cpu_reason
+
+        if getattr(task, "device", None) == self.frontend_target and task.kind not in self.task_kinds:
+            return f"{task.kind}: {self.label} does not run it"
+        return cpu_reason(task)
 
     def layer(self, workload, name: str | None = None) -> Layer:
         """A single-workload layer (``tune_task``); its kind is the workload's ``kind``
