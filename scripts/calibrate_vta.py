@@ -120,6 +120,19 @@ FIT_NETWORKS = ("ResNet-18", "ResNet-50")
 EVAL_NETWORKS = ("AlexNet", "VGG-16")
 #: the LSTM cell's dense record (1x16, line 63): (batch, in, out), knobs, measured ms
 DENSE_ROW = (63, (1, 256, 128), {"tile_b": 1, "tile_ci": 16, "tile_co": 1, "oc_nthread": 1}, 0.141)
+#: MobileNet-G's group_conv2d_packed.vta records (1x16, November 2019: a fifth campaign, not
+#: fitted): (file line, (H = W, CI = CO, stride, groups), knobs, measured ms)
+GROUPED_ROWS = [
+    (69, (112, 32, 1, 2), (14, 56, 1, 1, 2, 1), 5.172),
+    (70, (112, 64, 2, 4), (4, 56, 1, 1, 1, 2), 4.511),
+    (71, (56, 128, 1, 8), (14, 56, 1, 1, 1, 2), 5.159),
+    (72, (56, 128, 2, 8), (7, 28, 1, 1, 2, 1), 2.038),
+    (73, (28, 256, 1, 16), (28, 28, 1, 1, 2, 1), 2.614),
+    (74, (28, 256, 2, 16), (14, 14, 1, 1, 2, 1), 1.105),
+    (75, (14, 512, 1, 32), (14, 14, 1, 1, 2, 1), 1.589),
+    (76, (14, 512, 2, 32), (7, 7, 1, 1, 2, 1), 0.962),
+    (77, (7, 1024, 1, 64), (7, 7, 1, 1, 2, 1), 1.489),
+]
 #: (what, limit) of every target the script checks; mean/max |error| in %, rank correlation
 TARGETS = {"evaluation mean": 10.0, "evaluation max": 20.0,
            "ResNet-50 1x16 mean": 10.0, "ResNet-18 1x16 mean": 5.0, "ResNet-18 4x8 mean": 5.0,
@@ -267,6 +280,21 @@ def dense_check(timing=None) -> dict:
             "measured_ms": meas, "error_pct": 100.0 * (r.ms - meas) / meas}
 
 
+def grouped_check(timing=None) -> list[dict]:
+    """The MobileNet-G grouped-conv records against the model (default setup, warm L2)."""
+    from dcoc.targets.vta import Conv2DWorkload, HWConfig, TimingParams, simulate
+
+    out = []
+    for line, (h, c, s, g), kn, meas in GROUPED_ROWS:
+        wl = Conv2DWorkload(1, h, h, c, c, 3, s, 1, groups=g)
+        r = simulate(wl, HWConfig.preset("pynq"), dict(zip(KNOB_NAMES, kn)),
+                     timing=timing or TimingParams(l2_start="warm"))
+        out.append({"line": line, "workload": wl.name, "knobs": dict(zip(KNOB_NAMES, kn)),
+                    "instructions": r.instructions, "predicted_ms": r.ms, "measured_ms": meas,
+                    "error_pct": 100.0 * (r.ms - meas) / meas})
+    return out
+
+
 def targets_met(rows) -> dict:
     """Each target of :data:`TARGETS` -> (value, limit, met)."""
     g = groups(rows)
@@ -337,6 +365,11 @@ def format_summary(rows) -> str:
     d = dense_check()
     out.append(f"dense (not fitted): line {d['line']} {d['workload']}: model {d['predicted_ms']:.3f} ms, "
                f"measured {d['measured_ms']:.3f} ms, {d['error_pct']:+.1f}%")
+    gr = grouped_check()
+    s = _stats(gr)
+    out.append(f"grouped conv (MobileNet-G, 1x16 November, not fitted): {s['n']} rows, mean "
+               f"{s['mean']:.1f}%, max {s['max']:.1f}%, {sum(abs(r['error_pct']) <= 15 for r in gr)} "
+               "within 15%: " + "; ".join(f"line {r['line']} {r['error_pct']:+.1f}%" for r in gr))
     out.append("targets:")
     for k, (v, lim, ok) in targets_met(rows).items():
         op = ">=" if k == "rank correlation" else "<="
