@@ -204,6 +204,9 @@ def export_accelerator(data: dict, work_dir: str | None, path: str) -> dict:
               "utilization": {k: res[k] / budgets[k] for k in budgets if k in res and budgets[k]},
               "source": "dcoc's resource and clock model (docs/vta.md), not a synthesis report"}
     report.update(tg.hardware_report(hw))
+    notes = tg.hw_notes(hw, bd)  # buildable by the target's flow; what latencies rest on
+    if notes:
+        report["notes"] = notes
     _write_json(os.path.join(path, REPORT_FILE), report)
     files.append(REPORT_FILE)
 
