@@ -42,10 +42,16 @@ def as_int(value):
         return None
 
 
-def check_int(name: str, value, low: int) -> int:
+#: the most trials one run takes (one simulation or measurement each)
+MAX_TRIALS = 1_000_000
+
+
+def check_int(name: str, value, low: int, high: int | None = None) -> int:
     v = as_int(value)
-    if v is None or v < low:
-        raise DcocError(f"{name} must be >= {low} (an integer), got {value!r}")
+    if v is None or v < low or (high is not None and v > high):
+        rng = f">= {low}" if high is None else f"in {low}..{high}"
+        shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:20]}... ({len(repr(value))} digits)"
+        raise DcocError(f"{name} must be {rng} (an integer), got {shown}")
     return v
 
 
@@ -123,7 +129,7 @@ def check_tune(*, target, tuner, trials, seed, board, work_dir, input_shapes, n_
     """The checks of :func:`dcoc.api.tune` that need no model: whether ``target`` is an
     accelerator."""
     check_types(board=board, work_dir=work_dir, input_shapes=input_shapes)
-    check_int("trials", trials, 1)
+    check_int("trials", trials, 1, MAX_TRIALS)
     check_int("seed", seed, 0)
     check_workers(n_workers)
     from dcoc.targets import is_accelerator

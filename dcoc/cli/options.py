@@ -189,6 +189,11 @@ def seconds(text: str) -> float:
     return v
 
 
+#: the most trials one run takes (dcoc.api.checks.MAX_TRIALS, repeated so that building
+#: the parser imports no library module)
+MAX_TRIALS = 1_000_000
+
+
 def int_at_least(low: int, high: int | None = None):
     """An ``int`` type in ``[low, high]`` (``high`` None: no ceiling)."""
 
@@ -199,7 +204,8 @@ def int_at_least(low: int, high: int | None = None):
             raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
         if v < low or (high is not None and v > high):
             rng = f">= {low}" if high is None else f"in {low}..{high}"
-            raise argparse.ArgumentTypeError(f"{v} is out of range (expected {rng})")
+            shown = str(v) if len(str(v)) <= 20 else f"a {len(str(v).lstrip('-'))}-digit number"
+            raise argparse.ArgumentTypeError(f"{shown} is out of range (expected {rng})")
         return v
 
     parse.__name__ = "integer"

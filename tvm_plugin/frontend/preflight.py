@@ -37,10 +37,13 @@ def _read_onnx(path: str, label: str | None = None) -> "onnx.ModelProto":
     from google.protobuf.message import DecodeError
 
     label = label or path
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         raise ModelError(f"model file '{path}' does not exist")
     if os.path.isdir(path):
         raise ModelError(f"'{path}' is a directory, not an ONNX file")
+    from dcoc.readfile import check_regular
+
+    check_regular(path, "model file", "model", ModelError)
     if os.path.getsize(path) == 0:
         raise ModelError(f"'{label}' is an empty file, not an ONNX model")
     try:
