@@ -80,9 +80,11 @@ def check_types(board=None, work_dir=None, records=None, input_shapes=None,
     if input_shapes is not None:
         ok = isinstance(input_shapes, dict) and all(
             isinstance(k, str) and isinstance(v, (list, tuple))
-            and all(as_int(d) is not None and d > 0 for d in v) for k, v in input_shapes.items())
+            and all(as_int(d) is not None and 0 < d < 2**31 for d in v)
+            for k, v in input_shapes.items())
         if not ok:
-            raise DcocError("input_shapes must map input names to shapes of positive integers, "
+            raise DcocError("input_shapes must map input names to shapes of positive integers "
+                            "(below 2**31), "
                             f"e.g. {{'input': (1, 3, 224, 224)}}, got {str(input_shapes)[:80]}")
     if callable(callbacks) or not isinstance(callbacks, (list, tuple)) \
             or not all(callable(c) for c in callbacks):

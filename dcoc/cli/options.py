@@ -130,6 +130,8 @@ def add_tuner_argument(parser: argparse.ArgumentParser) -> None:
                         help=f"search method (default: {DEFAULT}); the names are listed below")
 
 
+#: the largest input dimension accepted (a signed 32-bit extent)
+MAX_DIM = 2**31 - 1
 _DIMS = re.compile(r"^\s*\d+(\s*[,x]\s*\d+)*\s*$")
 
 
@@ -145,7 +147,10 @@ def parse_input_shape(spec: str) -> tuple[str, tuple[int, ...]]:
                          "(e.g. input:1,3,224,224)")
     shape = tuple(int(d) for d in re.split(r"[,x]", dims.replace(" ", "")))
     if any(d <= 0 for d in shape):
-        raise ModelError(f"--input-shape '{spec}': dimensions must be positive integers")
+        raise ModelError(f"--input-shape '{spec[:80]}': dimensions must be positive integers")
+    if any(d > MAX_DIM for d in shape):
+        raise ModelError(f"--input-shape '{spec[:80]}': a dimension above {MAX_DIM} (the "
+                         "largest a tensor dimension may be)")
     return name, shape
 
 

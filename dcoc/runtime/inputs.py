@@ -156,10 +156,13 @@ def result_input_shapes(source) -> dict | None:
 
 
 def resolve_hw(hardware, board):
+    from dcoc.targets import get
     from dcoc.targets.vta import HWConfig
 
+    tg = get("vta")
+    if board is not None and (not isinstance(board, str) or board.strip().lower() not in tg.boards):
+        raise ConfigError(f"unknown board (--board) {str(board)[:40]!r} for dcoc run on vta; "
+                          f"choose one of {', '.join(tg.boards)}")
     if hardware is None:
-        return HWConfig.preset("pynq" if board in (None, "pynq") else board)
-    from dcoc.targets import get
-
-    return get("vta").parse_hw(hardware, board)
+        return HWConfig.preset("pynq" if board in (None, "pynq") else board.strip().lower())
+    return tg.parse_hw(hardware, board)

@@ -56,6 +56,8 @@ def _read_onnx(path: str, label: str | None = None) -> "onnx.ModelProto":
     if not model.HasField("graph") or model.ir_version <= 0 or not model.opset_import:
         raise ModelError(f"'{label}' is not an ONNX model (no graph, IR version or opset in the "
                          "protobuf)")
+    if not model.graph.node:
+        raise ModelError(f"'{label}' has a graph without nodes (no operator to tune or run)")
     base = os.path.dirname(os.path.abspath(path))
     missing = sorted({e.value for t in _all_initializers(model.graph)
                       if t.data_location == onnx.TensorProto.EXTERNAL
