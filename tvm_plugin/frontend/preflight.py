@@ -48,11 +48,14 @@ def _read_onnx(path: str, label: str | None = None) -> "onnx.ModelProto":
         raise ModelError(f"'{label}' is an empty file, not an ONNX model")
     try:
         model = onnx.load_model(path, load_external_data=False)
+    except OSError as exc:
+        raise ModelError(f"cannot read '{path}': {exc.strerror or exc}") from None
     except (DecodeError, RuntimeError, ValueError, TypeError, UnicodeDecodeError) as exc:
         raise ModelError(f"'{label}' is not an ONNX model (protobuf parse failed: "
                          f"{_first_line(exc)})") from None
-    except OSError as exc:
-        raise ModelError(f"cannot read '{path}': {exc.strerror or exc}") from None
+    except Exception as exc:  # noqa: BLE001 - onnx's text/JSON parsers (by file suffix)
+        raise ModelError(f"'{label}' is not an ONNX model ({type(exc).__name__}: "
+                         f"{_first_line(exc)})") from None
     if not model.HasField("graph") or model.ir_version <= 0 or not model.opset_import:
         raise ModelError(f"'{label}' is not an ONNX model (no graph, IR version or opset in the "
                          "protobuf)")
