@@ -131,10 +131,14 @@ def write_text_atomic(path: str, text: str, what: str = "output file") -> str:
     tmp = None
     if os.path.exists(full) and not os.path.isfile(full) and not os.path.isdir(full):
         try:  # a device or FIFO (/dev/null, /dev/stdout): write in place, never replace it
-            with open(full, "w", encoding="utf-8") as f:
+            # (non-blocking open: a FIFO nobody reads is an error, not a hang)
+            fd = os.open(full, os.O_WRONLY | os.O_NONBLOCK)
+            os.set_blocking(fd, True)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
         except OSError as exc:
-            raise DcocError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+            why = "a FIFO that no process reads" if exc.errno == 6 else exc.strerror or exc  # ENXIO
+            raise DcocError(f"cannot write {what} {path}: {why}") from None
         return path
     try:
         os.makedirs(os.path.dirname(full), exist_ok=True)

@@ -37,6 +37,8 @@ from dcoc.paths import ensure_writable_dir, write_text_atomic
 
 IDENTITY_FILE = "dcoc_run.json"
 LOCK_FILE = "dcoc.lock"
+#: the files a run reads and writes in its work dir (regular files only)
+RUN_FILES = (IDENTITY_FILE, "result.json", "records.jsonl", "layers.json")
 
 
 class WorkDirBusy(DcocError):
@@ -277,6 +279,12 @@ def claim_work_dir(work_dir: str, identity: dict) -> str:
     """Create ``work_dir`` (one-line error if it is a file or not writable) and check or
     record which model and target it belongs to.  Raises :class:`DcocError` on a mismatch."""
     ensure_writable_dir(work_dir, "work dir", "choose another --work-dir")
+    from dcoc.readfile import check_regular
+
+    for name in RUN_FILES:  # a FIFO there would block the run when it writes its result
+        p = os.path.join(work_dir, name)
+        if os.path.lexists(p):
+            check_regular(p, f"{name} of the work dir")
     path = os.path.join(work_dir, IDENTITY_FILE)
     identity = {k: v for k, v in identity.items() if v is not None}
     if os.path.lexists(path):

@@ -224,3 +224,23 @@ def test_inputs_control_reads(npz):
     from dcoc.runtime.inputs import load_inputs
 
     assert load_inputs(npz)["x"].shape == (1, 2)
+
+
+@pytest.mark.parametrize("name", ["result.json", "records.jsonl", "layers.json"])
+def test_a_run_refuses_a_work_dir_whose_files_are_fifos(name, tmp_path):
+    """A run writes its result at the end: a FIFO there would block it then."""
+    from dcoc.errors import DcocError
+    from dcoc.workdir import claim_work_dir
+
+    os.mkfifo(tmp_path / name)
+    with pytest.raises(DcocError, match=f"{name} .*FIFO"):
+        claim_work_dir(str(tmp_path), {"model": "m", "target": "vta"})
+
+
+def test_writing_to_a_fifo_nobody_reads_is_one_line(tmp_path):
+    from dcoc.errors import DcocError
+    from dcoc.paths import write_text_atomic
+
+    os.mkfifo(tmp_path / "out.json")
+    with pytest.raises(DcocError, match="no process reads"):
+        write_text_atomic(str(tmp_path / "out.json"), "{}", "--json file")

@@ -54,8 +54,7 @@ def _read_onnx(path: str, label: str | None = None) -> "onnx.ModelProto":
         raise ModelError(f"'{label}' is not an ONNX model (protobuf parse failed: "
                          f"{_first_line(exc)})") from None
     except Exception as exc:  # noqa: BLE001 - onnx's text/JSON parsers (by file suffix)
-        raise ModelError(f"'{label}' is not an ONNX model ({type(exc).__name__}: "
-                         f"{_first_line(exc)})") from None
+        raise ModelError(f"'{label}' is not an ONNX model ({_first_line(exc)})") from None
     if not model.HasField("graph") or model.ir_version <= 0 or not model.opset_import:
         raise ModelError(f"'{label}' is not an ONNX model (no graph, IR version or opset in the "
                          "protobuf)")
