@@ -13,6 +13,7 @@ import os
 import re
 
 from dcoc.api.checks import (
+    MAX_TRIALS,
     check_int,
     check_model_inputs,
     check_pareto,
@@ -103,7 +104,7 @@ def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, 
     bd = tg.board(board or tg.default_board)
     hw = tg.default_hw(bd) if hw is None else tg.parse_hw(hw, bd.name)
     layer = tg.layer(workload)
-    check_int("trials", trials, 1)
+    check_int("trials", trials, 1, MAX_TRIALS)
     check_int("seed", seed, 0)
     if early_stopping is not None:
         check_int("early_stopping", early_stopping, 1)

@@ -23,13 +23,9 @@ import shlex
 import shutil
 
 from dcoc.errors import ConfigError, DcocError
+from dcoc.results.export_check import EXPORT_FILE, LAYERS_FILE, REPORT_FILE, SCHEDULES_FILE, check
 
 __all__ = ["read_source", "export_accelerator", "check", "check_export_path", "EXPORT_FILE"]
-
-EXPORT_FILE = "export.json"
-REPORT_FILE = "hardware_report.json"
-SCHEDULES_FILE = "schedules.json"
-LAYERS_FILE = "layers.json"
 
 #: why ``dcoc run``'s executable is not part of an export (README text)
 RUN_NOT_EXPORTED = (
@@ -40,37 +36,6 @@ RUN_NOT_EXPORTED = (
 
 
 # ============================================================================ entry points
-def check(path: str) -> dict:
-    """Re-simulate an exported accelerator directory from its files alone (hardware config,
-    schedules, layer workloads): ``{"latency_ms", "exported_latency_ms", "layers"}``."""
-    from dcoc.codesign.prior import read_layers
-    from dcoc.targets import get
-
-    meta = _read_json(os.path.join(path, EXPORT_FILE), "export")
-    tg = get(meta.get("target"))
-    hw = _hw_from_export(path, meta, tg)
-    sched = _read_json(os.path.join(path, SCHEDULES_FILE), "export")["schedules"]
-    layers = read_layers(os.path.join(path, LAYERS_FILE), tg)
-    if not layers:
-        raise ConfigError(f"{path} has no {LAYERS_FILE}: nothing to simulate")
-    m = tg.measurer(n_workers=0)
-    rows, total = [], 0.0
-    try:
-        for layer in layers.values():
-            if layer.name not in sched:
-                raise ConfigError(f"{path}/{SCHEDULES_FILE} has no schedule for layer {layer.name}")
-            r = m.measure(tg.task(layer, hw), [sched[layer.name]])[0]
-            if not r.valid:
-                raise DcocError(f"layer {layer.name}: the exported schedule is not valid on "
-                                f"{hw.name} ({r.error_msg or r.error_no})")
-            total += layer.count * r.cost
-            rows.append({"layer": layer.name, "count": layer.count, "ms": r.cost * 1e3})
-    finally:
-        m.close()
-    return {"latency_ms": total * 1e3, "exported_latency_ms": meta.get("latency_ms"),
-            "hardware": hw.name, "layers": rows}
-
-
 def check_export_path(path: str) -> str:
     """Check, before any work, that ``path`` can take an export (a ``.so`` file, or a
     directory: not an existing file; writable).  One-line DcocError otherwise."""
@@ -105,19 +70,12 @@ def read_source(source):
 
 
 def _read_json(path: str, what: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
+    from dcoc.readfile import read_json
+
+    if not os.path.lexists(path):
         hint = " (did the run finish?)" if path.endswith("result.json") else ""
-        raise ConfigError(f"{what} file {path} does not exist{hint}") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} does not hold a JSON object")
-    return data
+        raise ConfigError(f"{what} file {path} does not exist{hint}")
+    return read_json(path, f"{what} file", ConfigError)
 
 
 def model_source(data: dict) -> str:
@@ -159,11 +117,6 @@ def _prepare_dir(path: str) -> None:
 
 
 # ============================================================================ accelerators
-def _hw_from_export(path, meta, tg):
-    report = _read_json(os.path.join(path, REPORT_FILE), "export")
-    return tg.hw_from_export(_read_json(os.path.join(path, tg.config_file), "export"), report)
-
-
 def _run_command(data: dict, schedules_path: str) -> str | None:
     """The ``dcoc run`` command that rebuilds the model on this hardware (targets that run
     models: :data:`dcoc.targets.registry.RUNNERS`)."""

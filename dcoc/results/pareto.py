@@ -156,8 +156,9 @@ def evaluate_run(work_dir: str, estimate: bool = True, measurer=None) -> dict:
     rec_path = os.path.join(work_dir, "records.jsonl")
     if not (os.path.exists(res_path) and os.path.exists(rec_path)):
         raise DcocError(f"{work_dir} has no result.json + records.jsonl of an accelerator tuning run")
-    with open(res_path) as f:
-        res = json.load(f)
+    from dcoc.readfile import read_json
+
+    res = read_json(res_path, "result file")
     if not is_accelerator(res.get("target")) or not res.get("board"):
         raise DcocError(f"{work_dir} is not an accelerator co-design run (target {res.get('target')!r})")
     rows = Records.load(rec_path).rows
