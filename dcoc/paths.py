@@ -33,6 +33,11 @@ def ensure_writable_dir(path: str, what: str, hint: str = "") -> str:
     Raises :class:`DcocError` with one line (``what`` names the directory for the user,
     e.g. "work dir" or "cache directory ($DCOC_CACHE)")."""
     hint = f" ({hint})" if hint else ""
+    if not os.fspath(path):
+        raise DcocError(f"{what}: the path is empty{hint}")
+    link_problem = _link_problem(path)
+    if link_problem:
+        raise DcocError(f"{what} {path} {link_problem}{hint}")
     if os.path.exists(path) and not os.path.isdir(path):
         raise DcocError(f"{what} {path} is a file, not a directory{hint}")
     try:
@@ -43,6 +48,33 @@ def ensure_writable_dir(path: str, what: str, hint: str = "") -> str:
     except OSError as exc:
         raise DcocError(f"{what} {path} is not writable: {exc.strerror or exc}{hint}") from None
     return path
+
+
+def _link_problem(path) -> str | None:
+    """Why ``path`` (or a directory above it) cannot be reached: a symbolic link that
+    points nowhere, or a loop of them; None when it can (or does not exist at all)."""
+    p = os.path.abspath(os.fspath(path))
+    try:
+        os.stat(p)
+        return None
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP
+            return "is a symbolic link loop"
+        return None
+    full = p
+    while p != os.path.dirname(p):  # the nearest component that exists as a name only
+        if os.path.islink(p) and not os.path.exists(p):
+            where = "" if p == full else f"is under {p}, which "
+            try:
+                os.stat(p)
+            except OSError as exc:
+                if exc.errno == 40:
+                    return f"{where}is a symbolic link loop"
+            return f"{where}is a dangling symbolic link (to {os.readlink(p)}, which does not exist)"
+        p = os.path.dirname(p)
+    return None
 
 
 def check_output_file(path: str, what: str = "output file") -> str:
@@ -99,10 +131,14 @@ def write_text_atomic(path: str, text: str, what: str = "output file") -> str:
     tmp = None
     if os.path.exists(full) and not os.path.isfile(full) and not os.path.isdir(full):
         try:  # a device or FIFO (/dev/null, /dev/stdout): write in place, never replace it
-            with open(full, "w", encoding="utf-8") as f:
+            # (non-blocking open: a FIFO nobody reads is an error, not a hang)
+            fd = os.open(full, os.O_WRONLY | os.O_NONBLOCK)
+            os.set_blocking(fd, True)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
         except OSError as exc:
-            raise DcocError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+            why = "a FIFO that no process reads" if exc.errno == 6 else exc.strerror or exc  # ENXIO
+            raise DcocError(f"cannot write {what} {path}: {why}") from None
         return path
     try:
         os.makedirs(os.path.dirname(full), exist_ok=True)

@@ -92,3 +92,16 @@ class TaskList(list):
     def total_macs(self) -> int:
         """MACs of the whole model covered by the tasks (sum of ``weight * macs``)."""
         return sum(t.weight * t.macs for t in self)
+
+
+def cpu_reason(task) -> str:
+    """Why the accelerator extraction (``tvm_plugin.frontend``, target ``vta``) leaves
+    ``task`` on the CPU (device ``"cpu"``): a conv is dilated (no accelerator schedule) or
+    the network's first conv (kept in fp32, as VTA's quantizer does); anything else is a
+    host op."""
+    if "conv" in getattr(task, "kind", "other"):
+        wl = getattr(task, "workload", None) or {}
+        if wl.get("dilation_h", 1) != 1 or wl.get("dilation_w", 1) != 1:
+            return "dilated conv: no accelerator schedule"
+        return "first conv: kept in fp32 on the CPU"
+    return "host op"

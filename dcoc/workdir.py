@@ -37,6 +37,8 @@ from dcoc.paths import ensure_writable_dir, write_text_atomic
 
 IDENTITY_FILE = "dcoc_run.json"
 LOCK_FILE = "dcoc.lock"
+#: the files a run reads and writes in its work dir (regular files only)
+RUN_FILES = (IDENTITY_FILE, "result.json", "records.jsonl", "layers.json")
 
 
 class WorkDirBusy(DcocError):
@@ -119,7 +121,8 @@ def lock_file(path: str, what: str, wait: bool = False):
 
 def held_here(path: str) -> bool:
     """True when this process holds the lock of work dir (or records file) ``path``."""
-    cands = (os.path.join(path, LOCK_FILE), os.fspath(path) + ".lock")
+    real = os.path.realpath(path)
+    cands = (os.path.join(real, LOCK_FILE), real + ".lock")
     with _held_lock:
         return any(os.path.realpath(c) in _held for c in cands)
 
@@ -130,7 +133,7 @@ def lock_work_dir(work_dir: str, wait: bool = False):
     run refused before it wrote anything leaves no directory behind)."""
     existed = os.path.isdir(work_dir)
     ensure_writable_dir(work_dir, "work dir", "choose another --work-dir")
-    lock = os.path.join(work_dir, LOCK_FILE)
+    lock = os.path.join(os.path.realpath(work_dir), LOCK_FILE)
     with lock_file(lock, f"work dir {work_dir}", wait):
         try:
             yield work_dir
@@ -142,11 +145,93 @@ def lock_work_dir(work_dir: str, wait: bool = False):
                         os.rmdir(work_dir)
 
 
+@contextlib.contextmanager
+def reading_work_dir(work_dir: str, wait: bool = False):
+    """``with reading_work_dir(d): ...``: read what a finished run left in ``d`` (``dcoc
+    export``) while no run writes it: a shared ``flock`` on ``d/dcoc.lock`` (symbolic links
+    resolved).  A run in progress: :class:`WorkDirBusy` naming its PID, or, with ``wait``,
+    a note on stderr and a blocking wait.  Nothing to hold when no run ever locked ``d``,
+    or this process is the one running there (``dcoc tune --export``)."""
+    import fcntl
+
+    lock = os.path.join(os.path.realpath(work_dir), LOCK_FILE)
+    with _held_lock:
+        mine = os.path.realpath(lock) in _held
+    try:
+        fd = -1 if mine else os.open(lock, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        fd = -1
+    if fd < 0:
+        yield work_dir
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _holder(fd)
+            who = f"dcoc process PID {pid}" if pid else "another dcoc process"
+            what = f"work dir {work_dir} is being written by {who}"
+            if not wait:
+                raise WorkDirBusy(f"{what}; wait for its run to finish, or rerun with "
+                                  "--wait") from None
+            print(f"dcoc: {what}; waiting for its run to finish", file=sys.stderr, flush=True)
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        yield work_dir
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
 def lock_records(records_path: str, wait: bool = False):
-    """``with lock_records(path): ...``: one run at a time appending to ``path``."""
-    d = os.path.dirname(os.path.abspath(records_path))
-    ensure_writable_dir(d, "records directory")
-    return lock_file(os.fspath(records_path) + ".lock", f"records file {records_path}", wait)
+    """``with lock_records(path): ...``: one run at a time appending to ``path``, whatever
+    name it is reached by: the lock is ``REAL.lock`` of the path with its symbolic links
+    resolved, plus a lock on the records file itself (a hard link is another name of it)."""
+    real = os.path.realpath(records_path)
+    ensure_writable_dir(os.path.dirname(real), "records directory")
+    what = f"records file {records_path}"
+    with lock_file(real + ".lock", what, wait), _lock_inode(real, what, wait):
+        yield records_path
+
+
+@contextlib.contextmanager
+def _lock_inode(path: str, what: str, wait: bool):
+    """An exclusive ``flock`` on the existing regular file ``path`` itself (nothing when it
+    does not exist yet: then it has no other name)."""
+    import fcntl
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        yield path
+        return
+    try:
+        st = os.fstat(fd)
+        key = f"inode:{st.st_dev}:{st.st_ino}"
+        with _held_lock:
+            mine = key in _held
+        if mine or not stat.S_ISREG(st.st_mode):
+            yield path
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            who = "another dcoc process (through another name of the same file: a hard link)"
+            if not wait:
+                raise WorkDirBusy(f"{what} is in use by {who}; wait for it to finish, or rerun "
+                                  "with --wait") from None
+            print(f"dcoc: {what} is in use by {who}; waiting for it to finish", file=sys.stderr,
+                  flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        with _held_lock:
+            _held[key] = [fd, 1]
+        try:
+            yield path
+        finally:
+            with _held_lock:
+                _held.pop(key, None)
+    finally:
+        os.close(fd)
 
 
 def _sha256_file(path: str) -> str:
@@ -194,15 +279,20 @@ def claim_work_dir(work_dir: str, identity: dict) -> str:
     """Create ``work_dir`` (one-line error if it is a file or not writable) and check or
     record which model and target it belongs to.  Raises :class:`DcocError` on a mismatch."""
     ensure_writable_dir(work_dir, "work dir", "choose another --work-dir")
+    from dcoc.readfile import check_regular
+
+    for name in RUN_FILES:  # a FIFO there would block the run when it writes its result
+        p = os.path.join(work_dir, name)
+        if os.path.lexists(p):
+            check_regular(p, f"{name} of the work dir")
     path = os.path.join(work_dir, IDENTITY_FILE)
     identity = {k: v for k, v in identity.items() if v is not None}
-    if os.path.exists(path):
+    if os.path.lexists(path):
+        from dcoc.readfile import read_json
+
         try:
-            with open(path, encoding="utf-8") as f:
-                old = json.load(f)
-            if not isinstance(old, dict):
-                raise ValueError("not an object")
-        except (OSError, ValueError) as exc:
+            old = read_json(path, IDENTITY_FILE)
+        except DcocError as exc:
             raise DcocError(f"work dir {work_dir}: cannot read {IDENTITY_FILE} ({exc}); "
                             "choose another --work-dir") from None
         if old != identity:

@@ -282,7 +282,7 @@ def test_records_survive_a_refused_and_a_failed_append(F, tmp_path, capfd):
     rec = tmp_path / "c2.jsonl"
     task = vta_task(resnet18_layer("C2"), HWConfig.preset("pynq"))
     first = dict(GOOD_RECORD, task=task.workload_key, target="vta", hw="1x16x16_i8w8a32_15_15_18_17",
-                 valid=False, cost=None, knobs={})
+                 valid=False, cost=None, knobs=task.space.get(0))
     rec.write_text(json.dumps(first) + "\n" + NESTED + "\n")
     before = rec.read_bytes()
     rc, out, err = _run(["tune-task", "C2", "--trials", "4", "--tuner", "random", "-q",

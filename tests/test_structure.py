@@ -176,7 +176,7 @@ def test_python_m_dcoc_ctrl_c_is_one_line_exit_130(tmp_path):
 #: package's lazy facade) and ``dcoc.__main__`` live on the API floor and the CLI floor.
 FLOORS = [
     ("utilities", ("dcoc.errors", "dcoc.seeding", "dcoc.paths", "dcoc.progress", "dcoc.stats",
-                   "dcoc.tasks", "dcoc.registry", "dcoc.workdir", "dcoc.reference")),
+                   "dcoc.tasks", "dcoc.registry", "dcoc.workdir", "dcoc.reference", "dcoc.readfile")),
     ("models", ("dcoc_models",)),
     ("search", ("dcoc.search",)),
     ("targets", ("dcoc.targets",)),

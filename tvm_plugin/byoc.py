@@ -113,7 +113,7 @@ def kernel_spec(func, composite: str) -> dict:
         pad = _ints(a.padding)
         pad = pad * 2 if len(pad) == 2 else pad
         spec.update(kind="conv2d", weight=w, strides=_ints(a.strides), padding=pad,
-                    dilation=_ints(a.dilation))
+                    dilation=_ints(a.dilation), groups=int(a.groups))
         spec["workload"] = conv_workload_dict(spec["data_shape"], w.shape,
                                               _ints(binds[0].var.ty.shape), a.strides, pad,
                                               a.dilation, a.groups)

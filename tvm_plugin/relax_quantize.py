@@ -1,8 +1,8 @@
 """Relax side of ``dcoc run``'s post-training quantization.
 
 1. :func:`find_layers` walks the unfused Relax module (``Model.mod``) and finds every
-   layer VTA runs -- the frontend's policy: conv2d (groups 1, dilation 1, not the first
-   conv), MatMul/Gemm with a constant 2-D weight (dense), activation x activation MatMul
+   layer VTA runs -- the frontend's policy: conv2d (any groups, depthwise included;
+   dilation 1; not the first conv), MatMul/Gemm with a constant 2-D weight (dense), activation x activation MatMul
    (batch_matmul) -- together with the elementwise ops VTA's ALU absorbs after it
    (bias / BatchNorm affine, residual add, ReLU / ReLU6 / Clip), as records built by the
    caller's ``make_layer`` (the API floor passes the quantizer's ``LayerSpec``).  Layers
@@ -296,14 +296,14 @@ def find_layers(mod, task_name, make_layer) -> Graph:
             ds, os_ = _shape(x), _shape(b.var)
             if is_first or w is None or ds is None or os_ is None or \
                     str(a.data_layout) != "NCHW" or str(a.kernel_layout) != "OIHW" or \
-                    _dtype(x) != "float32" or int(a.groups) != 1:
+                    _dtype(x) != "float32":
                 continue
             pad = [int(p) for p in a.padding]
             pad = pad * 2 if len(pad) == 2 else pad
             wl = conv_workload_dict(ds, w.shape, os_, a.strides, pad, a.dilation, a.groups)
             kind, ch_axis = "conv2d", 1
             attrs = dict(strides=tuple(int(s) for s in a.strides), padding=tuple(pad),
-                         dilation=tuple(int(d) for d in a.dilation))
+                         dilation=tuple(int(d) for d in a.dilation), groups=int(a.groups))
             other = None
         elif op == "relax.matmul" and len(call.args) == 2:
             x, y = call.args
@@ -445,7 +445,7 @@ def rewrite(g: Graph, qlayers: list[IntLayer], exps: dict[str, int]):
             if sp.kind == "conv2d":
                 acc = R.nn.conv2d(qx, _const(q.qweight, "int8"), strides=sp.attrs["strides"],
                                   padding=sp.attrs["padding"], dilation=sp.attrs["dilation"],
-                                  out_dtype="int32")
+                                  groups=sp.attrs.get("groups", 1), out_dtype="int32")
                 bshape = (1, -1, 1, 1)
             elif sp.kind == "dense":
                 acc = R.matmul(qx, _const(q.qweight, "int8"), out_dtype="int32")

@@ -125,6 +125,10 @@ def _result(tg, bd, session, driver, layers, tasks, cpu, *, tuner, seed, model, 
     hw = session.hw[best_hw]
     layer_rows = _layer_rows(layers, hw, session)
     cpu_est = _cpu_estimate(tasks, cpu)
+    by_name = {t.name: t for t in list(tasks) + list(getattr(tasks, "cpu_ops", []) or [])}
+    for row in cpu_est["layers"]:  # why each stays on the CPU (the summary says it)
+        if row["layer"] in by_name:
+            row["reason"] = tg.cpu_reason(by_name[row["layer"]])
     # the whole-model latency dcoc run measures: count x time per layer, summed by the same
     # function (for VTA the layers carry their epilogues, so run times the same work)
     from dcoc.targets.timing import model_seconds
@@ -143,7 +147,9 @@ def _result(tg, bd, session, driver, layers, tasks, cpu, *, tuner, seed, model, 
         database_path=records.path, wall_seconds=time.perf_counter() - t0,
         extra={"hardware_explored": len(session.hw), "replayed_trials": session.replayed,
                "search": _describe_run(driver, session),
-               "resources": tg.resources(hw, bd)},
+               "resources": tg.resources(hw, bd),
+               **({"target_options": dict(tg.options)} if tg.options else {}),
+               **({"hw_notes": tg.hw_notes(hw, bd)} if tg.hw_notes(hw, bd) else {})},
         input_shapes={k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
         if input_shapes else None,
         model_path=model_path,
@@ -198,7 +204,7 @@ def _cpu_estimate(tasks, cpu) -> dict:
     from dcoc.results.cpu_layers import estimate_cpu_layers
 
     try:
-        return estimate_cpu_layers(tasks)
+        return estimate_cpu_layers(tasks, names=[r["layer"] for r in rows])
     except Exception as exc:  # noqa: BLE001 - a missing estimate must not lose the tuning result
         return {"ms": None, "method": f"not timed: {' '.join(str(exc).split())[:200]}", "layers": rows}
 

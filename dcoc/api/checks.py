@@ -42,10 +42,16 @@ def as_int(value):
         return None
 
 
-def check_int(name: str, value, low: int) -> int:
+#: the most trials one run takes (one simulation or measurement each)
+MAX_TRIALS = 1_000_000
+
+
+def check_int(name: str, value, low: int, high: int | None = None) -> int:
     v = as_int(value)
-    if v is None or v < low:
-        raise DcocError(f"{name} must be >= {low} (an integer), got {value!r}")
+    if v is None or v < low or (high is not None and v > high):
+        rng = f">= {low}" if high is None else f"in {low}..{high}"
+        shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:20]}... ({len(repr(value))} digits)"
+        raise DcocError(f"{name} must be {rng} (an integer), got {shown}")
     return v
 
 
@@ -74,9 +80,11 @@ def check_types(board=None, work_dir=None, records=None, input_shapes=None,
     if input_shapes is not None:
         ok = isinstance(input_shapes, dict) and all(
             isinstance(k, str) and isinstance(v, (list, tuple))
-            and all(as_int(d) is not None and d > 0 for d in v) for k, v in input_shapes.items())
+            and all(as_int(d) is not None and 0 < d < 2**31 for d in v)
+            for k, v in input_shapes.items())
         if not ok:
-            raise DcocError("input_shapes must map input names to shapes of positive integers, "
+            raise DcocError("input_shapes must map input names to shapes of positive integers "
+                            "(below 2**31), "
                             f"e.g. {{'input': (1, 3, 224, 224)}}, got {str(input_shapes)[:80]}")
     if callable(callbacks) or not isinstance(callbacks, (list, tuple)) \
             or not all(callable(c) for c in callbacks):
@@ -123,7 +131,7 @@ def check_tune(*, target, tuner, trials, seed, board, work_dir, input_shapes, n_
     """The checks of :func:`dcoc.api.tune` that need no model: whether ``target`` is an
     accelerator."""
     check_types(board=board, work_dir=work_dir, input_shapes=input_shapes)
-    check_int("trials", trials, 1)
+    check_int("trials", trials, 1, MAX_TRIALS)
     check_int("seed", seed, 0)
     check_workers(n_workers)
     from dcoc.targets import is_accelerator

@@ -22,9 +22,19 @@ from dcoc.results.export import check, check_export_path, export_accelerator, re
 __all__ = ["export", "check", "check_export_path"]
 
 
-def export(source, path: str) -> dict:
+def export(source, path: str, wait: bool = False) -> dict:
     """Export a TuneResult or a finished run's work dir to ``path``; returns the export's
-    metadata (what ``export.json`` holds, plus ``files``)."""
+    metadata (what ``export.json`` holds, plus ``files``).  A run still writing the work
+    dir: a one-line error naming its PID, or, with ``wait``, wait for it to finish."""
+    from dcoc.workdir import reading_work_dir
+
+    if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
+        with reading_work_dir(os.fspath(source), wait):
+            return _export(source, path)
+    return _export(source, path)
+
+
+def _export(source, path: str) -> dict:
     data, work_dir, executable = read_source(source)
     from dcoc.targets import available, is_accelerator
 
@@ -34,6 +44,12 @@ def export(source, path: str) -> dict:
 
         return export_mix(data, work_dir, os.fspath(path))
     if target in available() and is_accelerator(target):
+        if os.fspath(path).endswith(".so"):
+            from dcoc.errors import ConfigError
+
+            raise ConfigError(f"export path {os.fspath(path)}: a {target} run exports a directory "
+                              "(hardware config, schedules, reports), not a .so library; give a "
+                              "directory name")
         return export_accelerator(data, work_dir, os.fspath(path))
     from tvm_plugin.export import export_tvm
 

@@ -39,6 +39,7 @@ import warnings
 
 import numpy as np
 
+from dcoc.api.checks import check_int, one_line_keywords
 from dcoc.errors import ConfigError
 from dcoc.runtime import report
 from dcoc.runtime.compare import float_agreement, float_outputs, stack_samples
@@ -204,6 +205,7 @@ def _int_layer(q):
 
 
 # ============================================================================ run
+@one_line_keywords
 def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
         calibration_samples: int = 4, board: str | None = "pynq",
         input_shapes: dict | None = None, seed: int = 0, progress: bool = False,
@@ -227,6 +229,7 @@ def run(model, hardware=None, schedules=None, inputs=None, *, calibration=None,
     simulated accelerator time of one inference), per-layer ``layers`` and
     ``cpu_layers``.
     """
+    check_int("seed", seed, 0)
     if hardware is not None and hasattr(hardware, "schedules") and hasattr(hardware, "hardware"):
         if schedules is None:
             schedules = hardware

@@ -13,6 +13,7 @@ import os
 import re
 
 from dcoc.api.checks import (
+    MAX_TRIALS,
     check_int,
     check_model_inputs,
     check_pareto,
@@ -22,7 +23,7 @@ from dcoc.api.checks import (
     check_workers,
     one_line_keywords,
 )
-from dcoc.errors import DcocError
+from dcoc.errors import ConfigError, DcocError
 from dcoc.results.result import TaskResult, TuneResult
 from dcoc.targets import DEFAULT_TARGET
 from dcoc.tuners import DEFAULT as DEFAULT_TUNER
@@ -103,7 +104,7 @@ def tune_task(workload, hw=None, tuner: str = DEFAULT_TUNER, trials: int = 200, 
     bd = tg.board(board or tg.default_board)
     hw = tg.default_hw(bd) if hw is None else tg.parse_hw(hw, bd.name)
     layer = tg.layer(workload)
-    check_int("trials", trials, 1)
+    check_int("trials", trials, 1, MAX_TRIALS)
     check_int("seed", seed, 0)
     if early_stopping is not None:
         check_int("early_stopping", early_stopping, 1)
@@ -154,7 +155,7 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
          example_inputs=None, *, wait: bool = False, verbose: bool = False, warm_start=None,
          baseline=None, config=None, time_budget: float | None = None, runner="local",
          flush_cache: bool = False, metaschedule=None, weights=None, objective: str = "weighted",
-         singles: bool = True) -> TuneResult:
+         singles: bool = True, extended_cores: bool = False) -> TuneResult:
     """Tune a whole model, or co-design one accelerator for a list of models.
 
     Parameters
@@ -210,6 +211,8 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     flush_cache (llvm): time every candidate cold (CPU caches flushed).
     metaschedule (llvm/cuda): a :class:`tvm_plugin.metaschedule.options.MetaScheduleOptions`
         for the other MetaSchedule settings (the arguments above replace its fields).
+    extended_cores (vta): also search cores stock tvm-vta cannot build (non-square,
+        relaxed instruction layout); default: only what tvm-vta's config flow builds.
 
     A list of models (accelerator targets; :mod:`dcoc.api.mix`) co-designs ONE hardware
     config for all of them and returns a :class:`dcoc.results.mix.MixResult` (one
@@ -228,7 +231,7 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
                          input_shapes=input_shapes, measurer=measurer, n_workers=n_workers,
                          progress=progress, pareto=pareto, example_inputs=example_inputs, wait=wait,
                          warm_start=warm_start, config=config, baseline=baseline, weights=weights,
-                         objective=objective, singles=singles)
+                         objective=objective, singles=singles, extended_cores=extended_cores)
     if weights is not None or objective != "weighted":
         raise DcocError("weights and objective are for a list of models (a model mix)")
     accelerator = check_tune(target=target, tuner=tuner, trials=trials, seed=seed, board=board,
@@ -239,7 +242,11 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
         from dcoc.targets import get as get_target
 
         tg = get_target(target)
+        if extended_cores:
+            tg = tg.with_options(extended_cores=True)
         bd = tg.board(board if board is not None else tg.default_board)
+    elif extended_cores:
+        raise ConfigError("extended_cores is an option of the vta target (accelerator co-design)")
     check_pareto(pareto, accelerator, hardware)
     module = _is_torch_module(model)
     check_model_inputs(module, example_inputs, input_shapes)
@@ -247,6 +254,8 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     label = type(model).__name__ if module else (getattr(model, "name", None) or model)
     if work_dir is None:
         hw_name = tg.parse_hw(hardware, bd.name).name if accelerator and hardware is not None else None
+        if extended_cores and hw_name is None:
+            hw_name = "extended"
         work_dir = default_work_dir(label, tg.name if accelerator else _target_label(target),
                                     (board or tg.default_board) if accelerator else None, tuner,
                                     seed, hw_name, input_shapes)
@@ -277,7 +286,7 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
 
 def _tune_mix(models: list, *, target, board, trials, tuner, seed, work_dir, resume, hardware,
               input_shapes, measurer, n_workers, progress, pareto, example_inputs, wait,
-              warm_start, config, baseline, weights, objective, singles):
+              warm_start, config, baseline, weights, objective, singles, extended_cores=False):
     """Check, resolve and lock a model mix, then :func:`dcoc.api.mix.tune_mix`."""
     from dcoc.api.mix import check_mix, model_names, tune_mix
 
@@ -293,10 +302,14 @@ def _tune_mix(models: list, *, target, board, trials, tuner, seed, work_dir, res
     from dcoc.targets import get as get_target
 
     tg = get_target(target)
+    if extended_cores:
+        tg = tg.with_options(extended_cores=True)
     bd = tg.board(board if board is not None else tg.default_board)
     names = model_names(models)
     if work_dir is None:
         hw_name = tg.parse_hw(hardware, bd.name).name if hardware is not None else None
+        if extended_cores and hw_name is None:
+            hw_name = "extended"
         work_dir = default_work_dir("mix-" + "+".join(names), tg.name, bd.name, tuner, seed, hw_name)
     with _work_dir_lock(work_dir, wait):
         return tune_mix(tg, bd, models, weights=weights, objective=objective, singles=bool(singles),

@@ -39,6 +39,9 @@ def add_arguments(parser) -> None:
                         help="where to export: a directory, or a .so file (llvm/cuda)")
     parser.add_argument("--check", metavar="EXPORT_DIR", default=None,
                         help="re-simulate an exported accelerator directory instead")
+    parser.add_argument("--wait", action="store_true",
+                        help="a run is still writing WORK_DIR: wait for it to finish (default: a "
+                             "one-line error naming its PID)")
     add_output_arguments(parser, "the export's metadata")
 
 
@@ -65,7 +68,7 @@ def run(args) -> int:
     from dcoc.api.export import check_export_path, export
 
     check_export_path(args.path)
-    meta = export(args.work_dir, args.path)
+    meta = export(args.work_dir, args.path, wait=args.wait)
     out.emit_json(meta)
     tgt = meta.get("target") if isinstance(meta.get("target"), str) else meta.get("kind")
     out.print(f"exported {meta.get('model')} ({tgt}) to {meta['path']}: {', '.join(meta['files'])}")

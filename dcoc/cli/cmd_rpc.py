@@ -7,6 +7,7 @@ from dcoc.cli.options import Output, add_output_arguments, port_number, seconds
 # (tests/tvm/test_rpc_fuzz.py checks they agree)
 DEFAULT_KEY = "vta-sim"
 DEFAULT_TIME_LIMIT = 20.0
+DEFAULT_IDLE_TIMEOUT = 5.0
 
 NAME = "rpc"
 HELP = "serve the VTA simulator over a TVM RPC tracker, or show a tracker's servers"
@@ -41,6 +42,10 @@ def add_serve_arguments(s) -> None:
     s.add_argument("--time-limit", type=seconds, default=DEFAULT_TIME_LIMIT,
                    help=f"seconds one simulation may take (default {DEFAULT_TIME_LIMIT:g}); "
                         "longer ones are answered as invalid")
+    s.add_argument("--idle-timeout", type=seconds, default=DEFAULT_IDLE_TIMEOUT,
+                   help=f"seconds a client's session may send nothing while none of its requests "
+                        f"is being served (default {DEFAULT_IDLE_TIMEOUT:g}); then it is closed "
+                        "and the server serves the next client")
 
 
 def add_arguments(parser) -> None:
@@ -63,6 +68,9 @@ def run(args) -> int:
     from tvm_plugin.rpc import check_tracker
 
     if args.rpc_cmd == "serve":
+        from tvm_plugin.rpc.protocol import check_key
+
+        check_key(args.key)  # before waiting for the tracker
         check_tracker(args.tracker, wait=60.0)  # a server may start just before its tracker
         return rpc.run_serve(args)
     out = Output(args)

@@ -1,8 +1,6 @@
 """``dcoc simulate``: per-layer VTA timing of a model on the bundled simulator."""
 from __future__ import annotations
 
-import json
-
 from dcoc.cli.options import (
     Output,
     add_hardware_argument,
@@ -68,18 +66,9 @@ def resolve_hw(board_name: str, hw_text: str | None):
 def _load_knobs(path: str | None) -> dict:
     if not path:
         return {}
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except OSError as exc:
-        raise ConfigError(f"cannot read --knobs file {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--knobs file {path} is not valid JSON: {exc.msg} (line {exc.lineno})") \
-            from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"--knobs file {path} is not UTF-8 text (not a JSON file?)") from None
-    except RecursionError:
-        raise ConfigError(f"--knobs file {path} nests JSON too deeply") from None
+    from dcoc.readfile import read_json
+
+    data = read_json(path, "--knobs file", ConfigError, expect=None)
     if isinstance(data, dict) and isinstance(data.get("schedules"), dict):
         data = data["schedules"]  # a `dcoc tune --json` result
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):

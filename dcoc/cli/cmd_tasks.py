@@ -19,9 +19,9 @@ Import MODEL (after preflight checks) and print its tasks for TARGET: one row pe
 workload with its kind, full shape, how often it occurs (weight), MACs per occurrence and
 total GFLOP.
 
---target vta: the conv2d/dense/batch_matmul workloads VTA runs (device vta) and the ones
-  that stay on the CPU (device cpu: the network's first conv, which VTA's quantizer keeps
-  in fp32, and depthwise/grouped/dilated convs), then the other operators left on the CPU
+--target vta: the conv2d (grouped and depthwise included)/dense/batch_matmul workloads
+  VTA runs (device vta) and the ones that stay on the CPU (device cpu: the network's first
+  conv, which VTA's quantizer keeps in fp32, and dilated convs), then the other operators left on the CPU
   (pooling, softmax, layer_norm, ...) with their counts.  Elementwise ops fused into a
   conv/dense epilogue (bias, BatchNorm, ReLU, residual add) are part of their task.
 --target llvm / cuda / JSON: the MetaSchedule tasks of the fused model (what

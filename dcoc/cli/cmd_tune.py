@@ -71,10 +71,10 @@ examples:
 def add_arguments(parser) -> None:
     add_model_arguments(parser, "several: one accelerator for all of them (a model mix)")
     add_target_argument(parser)
-    from dcoc.cli.options import add_board_argument, add_tuner_argument, int_at_least, worker_count
+    from dcoc.cli.options import MAX_TRIALS, add_board_argument, add_tuner_argument, int_at_least, worker_count
 
     add_board_argument(parser, "accelerator targets: FPGA resource budget and clock/bus")
-    parser.add_argument("--trials", type=int_at_least(1), default=2000,
+    parser.add_argument("--trials", type=int_at_least(1, MAX_TRIALS), default=2000,
                         help="measurement budget: simulations (vta) or builds+runs (default: 2000)")
     parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                         help="llvm/cuda: wall-clock seconds for the search; no new batch starts "
@@ -113,6 +113,11 @@ def add_arguments(parser) -> None:
                              "over every hardware config that fits the board: the configs the search measured, "
                              "the others timed with schedules transferred from its designs (or default ones) and "
                              "marked estimated (result.json 'pareto', WORK_DIR/pareto.png)")
+    parser.add_argument("--extended-cores", action="store_true",
+                        help="vta: also search GEMM cores stock tvm-vta cannot build (non-square "
+                             "BLOCK_IN != BLOCK_OUT, relaxed instruction layout); such designs are "
+                             "marked in the summary, the Pareto front and the export, which states "
+                             "the pkg_config.py change tvm-vta needs (default: buildable cores only)")
     parser.add_argument("--export", default=None, metavar="PATH",
                         help="after tuning, export the result (`dcoc export`): llvm/cuda a TVM library "
                              "(PATH.so or PATH/model.so), vta/systolic a directory with the hardware "
@@ -146,6 +151,8 @@ def run(args) -> int:
     flush = bool(getattr(args, "flush_cache", False))
     check_cpu_settings(accel, time_budget=budget, flush_cache=flush, cli=True)
     kw = {"wait": True} if getattr(args, "wait", False) else {}
+    if getattr(args, "extended_cores", False):
+        kw["extended_cores"] = True
     if not accel:
         kw["runner"] = args.runner
         kw["verbose"] = out.verbose
@@ -218,9 +225,12 @@ def pareto_summary(front, board, stats: dict | None = None, rows: int = 12) -> s
     stats = stats or {}
     shown = spanning(front, rows)
     n_meas = sum(p.get("source", MEASURED) == MEASURED for p in front)
+    marks = any("buildable" in p or "latency_basis" in p for p in front)
     table = [[p["hardware"]["name"], p.get("source", MEASURED), f"{p['latency_ms']:.3f}",
               f"{p['throughput']:.1f}", p["resources"]["bram36"], p["resources"]["dsp"],
-              p["resources"]["lut"]] for p in shown]
+              p["resources"]["lut"]]
+             + ([("stock" if p.get("buildable", True) else "PATCH"), p.get("latency_basis", "")]
+                if marks else []) for p in shown]
     over = (f"of the {stats['configs']} hardware configs that fit it" if stats.get("configs")
             else "of the hardware configs the search completed")
     span = ", ".join(f"{'BRAM36' if k == 'bram36' else k.upper()} {min(p['resources'][k] for p in front)}"
@@ -234,7 +244,11 @@ def pareto_summary(front, board, stats: dict | None = None, rows: int = 12) -> s
                  " not searched,\n  layers timed with schedules transferred from the searched designs or"
                  " default ones (tuning\n  can only lower them); every latency is the simulation of the"
                  " design's schedules")
-    return head + "\n" + render_table(["hardware", "source", "ms", "inf/s", "BRAM36", "DSP", "LUT"], table,
+    if marks:
+        head += ("\n  build: stock = tvm-vta's config flow builds it, PATCH = needs the pkg_config.py change"
+                 " the export states;\n  latencies: calibrated on measured rows of that bitstream, or estimated")
+    return head + "\n" + render_table(["hardware", "source", "ms", "inf/s", "BRAM36", "DSP", "LUT"]
+                                      + (["build", "latencies"] if marks else []), table,
                                       right={2, 3, 4, 5, 6})
 
 
@@ -265,11 +279,16 @@ def summary(res) -> str:
         if res.cpu_layers:
             out.append("")
             out.append("on the CPU (their host-timed total is the 'cpu layers' line):")
-            out.append(render_table(["layer", "kind", "count"],
-                                    [[c["layer"], c.get("kind", ""), c["count"]]
+            out.append(render_table(["layer", "kind", "count", "why"],
+                                    [[c["layer"], c.get("kind", ""), c["count"], c.get("reason", "")]
                                      for c in res.cpu_layers], right={2}))
         out.append("")
         out.append(f"hardware    {get(res.target).describe_hw(res.hardware, res.board)}")
+        notes = (res.extra or {}).get("hw_notes") or {}
+        if notes.get("build"):
+            out.append(f"build       {notes['build']}")
+        if notes.get("basis"):
+            out.append(f"latencies   {notes['basis']}")
     else:
         rows = [[r.get("task", r.get("layer")), r.get("weight", r.get("count", "")),
                  f"{r.get('ms', float('nan')):.4f}", r.get("trials", "")] for r in res.layers]

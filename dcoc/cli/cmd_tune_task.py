@@ -23,7 +23,7 @@ examples:
 
 def add_arguments(parser) -> None:
     parser.add_argument("workload", metavar="WORKLOAD", help="C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
-    from dcoc.cli.options import add_tuner_argument, int_at_least, worker_count
+    from dcoc.cli.options import MAX_TRIALS, add_tuner_argument, int_at_least, worker_count
     from dcoc.targets import DEFAULT_TARGET, available
 
     parser.add_argument("--target", default=DEFAULT_TARGET, choices=available(),
@@ -35,7 +35,7 @@ def add_arguments(parser) -> None:
                           "(default: pynq); systolic: a name like ws16x16_i15w15o15 (default: the "
                           "board's 16x16 default)")
     add_tuner_argument(parser)
-    parser.add_argument("--trials", type=int_at_least(1), default=200,
+    parser.add_argument("--trials", type=int_at_least(1, MAX_TRIALS), default=200,
                         help="simulation budget (default: 200)")
     parser.add_argument("--seed", type=int, default=0, help="the one seed (default: 0)")
     parser.add_argument("--records", default=None, help="append records to this JSONL file (resumes)")

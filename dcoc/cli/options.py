@@ -134,6 +134,8 @@ def add_tuner_argument(parser: argparse.ArgumentParser) -> None:
                         help=f"search method (default: {DEFAULT}); the names are listed below")
 
 
+#: the largest input dimension accepted (a signed 32-bit extent)
+MAX_DIM = 2**31 - 1
 _DIMS = re.compile(r"^\s*\d+(\s*[,x]\s*\d+)*\s*$")
 
 
@@ -149,7 +151,10 @@ def parse_input_shape(spec: str) -> tuple[str, tuple[int, ...]]:
                          "(e.g. input:1,3,224,224)")
     shape = tuple(int(d) for d in re.split(r"[,x]", dims.replace(" ", "")))
     if any(d <= 0 for d in shape):
-        raise ModelError(f"--input-shape '{spec}': dimensions must be positive integers")
+        raise ModelError(f"--input-shape '{spec[:80]}': dimensions must be positive integers")
+    if any(d > MAX_DIM for d in shape):
+        raise ModelError(f"--input-shape '{spec[:80]}': a dimension above {MAX_DIM} (the "
+                         "largest a tensor dimension may be)")
     return name, shape
 
 
@@ -193,6 +198,11 @@ def seconds(text: str) -> float:
     return v
 
 
+#: the most trials one run takes (dcoc.api.checks.MAX_TRIALS, repeated so that building
+#: the parser imports no library module)
+MAX_TRIALS = 1_000_000
+
+
 def int_at_least(low: int, high: int | None = None):
     """An ``int`` type in ``[low, high]`` (``high`` None: no ceiling)."""
 
@@ -203,7 +213,8 @@ def int_at_least(low: int, high: int | None = None):
             raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
         if v < low or (high is not None and v > high):
             rng = f">= {low}" if high is None else f"in {low}..{high}"
-            raise argparse.ArgumentTypeError(f"{v} is out of range (expected {rng})")
+            shown = str(v) if len(str(v)) <= 20 else f"a {len(str(v).lstrip('-'))}-digit number"
+            raise argparse.ArgumentTypeError(f"{shown} is out of range (expected {rng})")
         return v
 
     parse.__name__ = "integer"

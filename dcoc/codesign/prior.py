@@ -170,15 +170,15 @@ def write_layers(path: str, layers) -> None:
     os.replace(tmp, path)
 
 
-def read_layers(path: str, tg) -> dict:
+def read_layers(path: str, tg, what: str = "warm start") -> dict:
     """``{records key: Layer}`` from a ``layers.json`` ({} if there is none)."""
+    from dcoc.readfile import read_json
     from dcoc.targets.base import Layer
 
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         return {}
+    rows = read_json(path, f"{what}: layers file", expect=list)
     try:
-        with open(path) as f:
-            rows = json.load(f)
         out = {}
         for r in rows:
             layer = Layer(r["name"], _unobj(r["workload"]), int(r["count"]), r["kind"],
@@ -186,7 +186,7 @@ def read_layers(path: str, tg) -> dict:
             out[r["key"]] = layer
         return out
     except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError, DcocError) as exc:
-        raise DcocError(f"warm start: {path} is not a layers file ({type(exc).__name__}: {exc})") from None
+        raise DcocError(f"{what}: {path} is not a layers file ({type(exc).__name__}: {exc})") from None
 
 
 def _hw_from_name(name: str, tg, bd):

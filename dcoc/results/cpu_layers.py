@@ -2,7 +2,8 @@
 
 An accelerator run's latency (``TuneResult.latency_ms``) is the accelerator's time for the
 layers it runs.  The others -- the stem convolution VTA's quantizer keeps in fp32,
-depthwise / grouped / dilated convolutions, pooling, reshapes -- run on the host CPU.
+dilated convolutions (and, on targets without grouped convs, depthwise / grouped ones),
+pooling, reshapes -- run on the host CPU.
 :func:`estimate_cpu_layers` times them so that summaries can report the accelerator, the
 CPU layers and the whole model separately:
 
@@ -78,14 +79,20 @@ def _time(graph, feeds, threads: int, repeat: int) -> float:
     return min(ort_timings(sess, feeds, repeat, warmup=3, min_repeat_ms=0))
 
 
-def estimate_cpu_layers(tasks, threads: int | None = None, repeat: int = 20) -> dict:
+def estimate_cpu_layers(tasks, threads: int | None = None, repeat: int = 20,
+                        names=None) -> dict:
     """Time the CPU layers of an accelerator task list (``tvm_plugin.frontend.model_tasks``):
     ``{"ms": total per inference, "method": how, "threads": n, "layers": [{"layer", "kind",
-    "count", "ms" (one occurrence), "timed_as"}]}``."""
+    "count", "ms" (one occurrence), "timed_as"}]}``.  The CPU layers are the tasks of
+    device ``cpu`` and the ``cpu_ops``, or, given ``names``, the tasks and ops so named
+    (the target's own split)."""
     threads = int(threads or host_threads())
     rows = []
-    cpu = [t for t in tasks if getattr(t, "device", "cpu") == "cpu"]
-    cpu += list(getattr(tasks, "cpu_ops", []) or [])
+    every = list(tasks) + list(getattr(tasks, "cpu_ops", []) or [])
+    if names is None:
+        cpu = [t for t in every if getattr(t, "device", "cpu") == "cpu"]
+    else:
+        cpu = [t for t in every if t.name in set(names)]
     memo: dict = {}
     for t in cpu:
         wl = dict(getattr(t, "workload", {}) or {})

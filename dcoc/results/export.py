@@ -23,14 +23,10 @@ import shlex
 import shutil
 
 from dcoc.errors import ConfigError, DcocError
+from dcoc.results.export_check import EXPORT_FILE, LAYERS_FILE, REPORT_FILE, SCHEDULES_FILE, check
 
 __all__ = ["read_source", "export_accelerator", "check", "check_export_path", "schedules_file",
            "write_hardware", "EXPORT_FILE"]
-
-EXPORT_FILE = "export.json"
-REPORT_FILE = "hardware_report.json"
-SCHEDULES_FILE = "schedules.json"
-LAYERS_FILE = "layers.json"
 
 #: why ``dcoc run``'s executable is not part of an export (README text)
 RUN_NOT_EXPORTED = (
@@ -41,57 +37,6 @@ RUN_NOT_EXPORTED = (
 
 
 # ============================================================================ entry points
-def check(path: str) -> dict:
-    """Re-simulate an exported accelerator directory from its files alone (hardware config,
-    schedules, layer workloads): ``{"latency_ms", "exported_latency_ms", "layers"}`` (a
-    model mix: its objective, and every model's layers)."""
-    from dcoc.targets import get
-
-    meta = _read_json(os.path.join(path, EXPORT_FILE), "export")
-    tg = get(meta.get("target"))
-    hw = _hw_from_export(path, meta, tg)
-    if not meta.get("models"):
-        total, rows = _simulate(path, tg, hw, SCHEDULES_FILE, LAYERS_FILE)
-        return {"latency_ms": total * 1e3, "exported_latency_ms": meta.get("latency_ms"),
-                "hardware": hw.name, "layers": rows}
-    from dcoc.codesign.mix import combine
-
-    lats, rows = [], []
-    for m in meta["models"]:  # a model mix: one schedules and one layers file per model
-        total, r = _simulate(path, tg, hw, m["schedules_file"], m["layers_file"])
-        lats.append(total * 1e3)
-        rows += [{"model": m["model"], **row} for row in r]
-    return {"latency_ms": combine(lats, [m["weight"] for m in meta["models"]], meta["objective"]),
-            "exported_latency_ms": meta.get("objective_ms"), "hardware": hw.name, "layers": rows,
-            "models": {m["model"]: lat for m, lat in zip(meta["models"], lats)}}
-
-
-def _simulate(path: str, tg, hw, schedules_file: str, layers_file: str) -> tuple[float, list]:
-    """(seconds, per-layer rows) of the layers in ``layers_file`` with the schedules of
-    ``schedules_file`` on ``hw``."""
-    from dcoc.codesign.prior import read_layers
-
-    sched = _read_json(os.path.join(path, schedules_file), "export")["schedules"]
-    layers = read_layers(os.path.join(path, layers_file), tg)
-    if not layers:
-        raise ConfigError(f"{path} has no {layers_file}: nothing to simulate")
-    m = tg.measurer(n_workers=0)
-    rows, total = [], 0.0
-    try:
-        for layer in layers.values():
-            if layer.name not in sched:
-                raise ConfigError(f"{path}/{schedules_file} has no schedule for layer {layer.name}")
-            r = m.measure(tg.task(layer, hw), [sched[layer.name]])[0]
-            if not r.valid:
-                raise DcocError(f"layer {layer.name}: the exported schedule is not valid on "
-                                f"{hw.name} ({r.error_msg or r.error_no})")
-            total += layer.count * r.cost
-            rows.append({"layer": layer.name, "count": layer.count, "ms": r.cost * 1e3})
-    finally:
-        m.close()
-    return total, rows
-
-
 def check_export_path(path: str) -> str:
     """Check, before any work, that ``path`` can take an export (a ``.so`` file, or a
     directory: not an existing file; writable).  One-line DcocError otherwise."""
@@ -126,19 +71,12 @@ def read_source(source):
 
 
 def _read_json(path: str, what: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
+    from dcoc.readfile import read_json
+
+    if not os.path.lexists(path):
         hint = " (did the run finish?)" if path.endswith("result.json") else ""
-        raise ConfigError(f"{what} file {path} does not exist{hint}") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} does not hold a JSON object")
-    return data
+        raise ConfigError(f"{what} file {path} does not exist{hint}")
+    return read_json(path, f"{what} file", ConfigError)
 
 
 def model_source(data: dict) -> str:
@@ -180,11 +118,6 @@ def _prepare_dir(path: str) -> None:
 
 
 # ============================================================================ accelerators
-def _hw_from_export(path, meta, tg):
-    report = _read_json(os.path.join(path, REPORT_FILE), "export")
-    return tg.hw_from_export(_read_json(os.path.join(path, tg.config_file), "export"), report)
-
-
 def _run_command(data: dict, schedules_path: str) -> str | None:
     """The ``dcoc run`` command that rebuilds the model on this hardware (targets that run
     models: :data:`dcoc.targets.registry.RUNNERS`)."""
@@ -247,6 +180,9 @@ def write_hardware(tg, bd, hw, path: str) -> dict:
               "utilization": {k: res[k] / budgets[k] for k in budgets if k in res and budgets[k]},
               "source": "dcoc's resource and clock model (docs/vta.md), not a synthesis report"}
     report.update(tg.hardware_report(hw))
+    notes = tg.hw_notes(hw, bd)  # buildable by the target's flow; what latencies rest on
+    if notes:
+        report["notes"] = notes
     _write_json(os.path.join(path, REPORT_FILE), report)
     return report
 
@@ -298,11 +234,8 @@ def _accelerator_readme(tg, bd, hw, data, report, check_cmd, run_cmd) -> str:
         lines += ["Quantize the model to int8 and run it on the simulator with these schedules, "
                   "bit-exact against an integer reference (prints the accelerator time):", "",
                   "```bash", run_cmd, "```", "",
-                  "`dcoc run` times each layer with the epilogue the quantized model really has "
-                  "(with or without a bias, plus residual adds, which can also adapt a tiling "
-                  "that no longer fits), while the tuner times every layer with a bias-only "
-                  "epilogue; so its accelerator time differs from the one above: larger where "
-                  "residual adds force other tilings (docs/run.md).  The check above "
-                  "reproduces the tuner's number exactly.", ""]
+                  "`dcoc run` times each layer with the epilogue the quantized model has (with or "
+                  "without a bias, plus residual adds) -- the same epilogue the tuner timed -- so "
+                  "its accelerator time equals the tuned latency to the cycle (docs/run.md).", ""]
     lines += ["## Not exported", "", RUN_NOT_EXPORTED, ""]
     return "\n".join(lines)

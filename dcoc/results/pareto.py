@@ -84,9 +84,21 @@ def complete_points(rows, layers, board, target=None) -> list[dict]:
             "throughput": 1.0 / lat,
             "resources": {k: int(u[k]) for k in RESOURCE_KEYS},
             "schedules": {n: best[(hw_name, n)][1] for n, _ in lay},
-            "source": MEASURED,
+            "source": MEASURED, **hw_marks(tg, hw, bd),
         })
     return points
+
+
+def hw_marks(tg, hw, bd) -> dict:
+    """A design's marks for the front (target notes): ``buildable`` by the target's own
+    flow and ``latency_basis`` (calibrated / estimated, :meth:`Target.hw_notes`)."""
+    notes = tg.hw_notes(hw, bd)
+    out = {}
+    if "buildable" in notes:
+        out["buildable"] = bool(notes["buildable"])
+    if notes.get("basis_label"):
+        out["latency_basis"] = notes["basis_label"]
+    return out
 
 
 #: throughputs within this fraction count as equal when comparing designs: a design that
@@ -144,19 +156,20 @@ def evaluate_run(work_dir: str, estimate: bool = True, measurer=None) -> dict:
     rec_path = os.path.join(work_dir, "records.jsonl")
     if not (os.path.exists(res_path) and os.path.exists(rec_path)):
         raise DcocError(f"{work_dir} has no result.json + records.jsonl of an accelerator tuning run")
-    with open(res_path) as f:
-        res = json.load(f)
+    from dcoc.readfile import read_json
+
+    res = read_json(res_path, "result file")
     if not is_accelerator(res.get("target")) or not res.get("board"):
         raise DcocError(f"{work_dir} is not an accelerator co-design run (target {res.get('target')!r})")
     rows = Records.load(rec_path).rows
-    tg = get(res["target"])
+    tg = get(res["target"]).with_options(**((res.get("extra") or {}).get("target_options") or {}))
     order = [str(r["layer"]) for r in res.get("layers") or []]
     by_key = read_layers(os.path.join(work_dir, LAYERS_FILE), tg) if estimate else {}
     layers = sorted((la for la in by_key.values() if la.name in order), key=lambda la: order.index(la.name))
     if estimate and len(layers) == len(order) and layers:
-        pts, stats = estimate_points(rows, layers, res["board"], tg.name, measurer=measurer)
+        pts, stats = estimate_points(rows, layers, res["board"], tg, measurer=measurer)
     else:
-        pts = complete_points(rows, res.get("layers") or [], res["board"], tg.name)
+        pts = complete_points(rows, res.get("layers") or [], res["board"], tg)
         stats = {"configs": None, "measured": len(pts), "estimated": 0, "unschedulable": None}
     front = pareto_front(pts)
     out = {"board": res["board"], "target": tg.name, "front": front, "points": pts, "stats": stats}
@@ -447,5 +460,5 @@ class _SchedulePool:
             points.append({"hardware": _hw_dict(hw), "latency_ms": lat * 1e3, "throughput": 1.0 / lat,
                            "resources": {k: int(u[k]) for k in RESOURCE_KEYS},
                            "schedules": {la.name: dict(k) for la, (_, k) in zip(layers, per)},
-                           "source": source})
+                           "source": source, **hw_marks(self.tg, hw, bd)})
         return points, unsched

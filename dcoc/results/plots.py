@@ -11,6 +11,9 @@ from collections import defaultdict
 
 import numpy as np
 
+from dcoc.errors import DcocError
+from dcoc.readfile import read_json
+
 
 def best_so_far(values) -> np.ndarray:
     v = np.array([x if x is not None and math.isfinite(x) else np.inf for x in values], dtype=float)
@@ -134,7 +137,6 @@ def curves_from_records(rows: list[dict]) -> dict:
 
 def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
     """PNG plots for a ``dcoc tune`` / ``dcoc tune-task`` directory (or a records file)."""
-    import json
 
     from dcoc.search.records import Records
 
@@ -144,13 +146,7 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
     written = []
     res = None
     if result_path and os.path.exists(result_path):
-        try:
-            with open(result_path, encoding="utf-8") as f:
-                res = json.load(f)
-        except (OSError, ValueError) as exc:
-            from dcoc.errors import DcocError
-
-            raise DcocError(f"cannot read {result_path}: {exc}") from None
+        res = read_json(result_path, "result file", expect=None)
         hist = res.get("history") or [] if isinstance(res, dict) else []
         if hist:
             label = f"{res.get('tuner')} (seed {res.get('seed')})"
@@ -182,9 +178,8 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
 
             front, pts = res["pareto"], None
             try:
-                with open(os.path.join(run_dir, POINTS_FILE), encoding="utf-8") as f:
-                    pts = json.load(f)["points"]
-            except (OSError, ValueError, KeyError, TypeError):
+                pts = read_json(os.path.join(run_dir, POINTS_FILE), "points file")["points"]
+            except (DcocError, KeyError, TypeError):
                 try:
                     pts = front_from_run(run_dir)[1]
                 except Exception:  # noqa: BLE001 - records gone: draw the stored front alone
@@ -219,14 +214,11 @@ def plot_run_dir(run_dir: str, out_dir: str | None = None) -> list[str]:
 def _ms_tuner(run_dir: str, res: dict | None) -> tuple:
     """(tuner, seed) of a MetaSchedule work dir: its result.json, else its dcoc_run.json,
     else ("metaschedule", None)."""
-    import json
-
     for src in ([res] if isinstance(res, dict) else []) + [os.path.join(run_dir, "dcoc_run.json")]:
         if isinstance(src, str):
             try:
-                with open(src, encoding="utf-8") as f:
-                    src = json.load(f)
-            except (OSError, ValueError):
+                src = read_json(src, "run identity file")
+            except DcocError:
                 continue
         if isinstance(src, dict) and src.get("tuner"):
             return str(src["tuner"]), src.get("seed")

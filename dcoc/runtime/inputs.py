@@ -32,9 +32,12 @@ def load_inputs(source, what: str = "--inputs") -> dict:
     if not isinstance(source, (str, os.PathLike)):
         raise InputError(f"{what} must be a dict of arrays or an .npz file path, got "
                          f"{type(source).__name__}")
+    from dcoc.readfile import check_regular
+
     path = os.fspath(source)
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         raise InputError(f"{what} file '{path}' does not exist")
+    check_regular(path, f"{what} file", "inputs", InputError)
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
@@ -101,7 +104,6 @@ def int_input_high(onnx_model, names) -> dict:
 def load_schedules(source) -> tuple[dict, Any]:
     """``(schedules, hardware or None)`` from a dict, a TuneResult or a JSON file (a
     ``dcoc tune --json`` / ``result.json`` file, or a plain ``{task: knobs}`` map)."""
-    import json
 
     if source is None:
         return {}, None
@@ -113,21 +115,9 @@ def load_schedules(source) -> tuple[dict, Any]:
         if not isinstance(source, (str, os.PathLike)):
             raise ConfigError(f"--schedules must be a dict, a TuneResult or a JSON file path, "
                               f"got {type(source).__name__}")
-        path = os.fspath(source)
-        try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except OSError as exc:
-            raise ConfigError(f"cannot read --schedules file '{path}': "
-                              f"{exc.strerror or exc}") from None
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--schedules file '{path}' is not valid JSON: {exc.msg} "
-                              f"(line {exc.lineno})") from None
-        except UnicodeDecodeError:
-            raise ConfigError(f"--schedules file '{path}' is not UTF-8 text (not a JSON "
-                              "file?)") from None
-        except RecursionError:
-            raise ConfigError(f"--schedules file '{path}' nests JSON too deeply") from None
+        from dcoc.readfile import read_json
+
+        data = read_json(source, "--schedules file", ConfigError, expect=None)
     hw = None
     if isinstance(data, dict) and "schedules" in data:
         if data.get("target") not in (None, "vta"):
@@ -143,31 +133,36 @@ def load_schedules(source) -> tuple[dict, Any]:
 
 def result_input_shapes(source) -> dict | None:
     """The ``input_shapes`` a TuneResult / ``dcoc tune`` JSON was tuned at, else None."""
-    import json
-
     if hasattr(source, "schedules") and hasattr(source, "hardware"):
         shapes = getattr(source, "input_shapes", None)
     elif isinstance(source, dict):
         shapes = source.get("input_shapes")
     elif isinstance(source, (str, os.PathLike)):
+        from dcoc.readfile import read_json
+
         try:
-            with open(os.fspath(source), encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (OSError, ValueError, RecursionError):
+            data = read_json(source, "--schedules file", expect=None)
+        except DcocError:
             return None  # load_schedules reports it
         shapes = data.get("input_shapes") if isinstance(data, dict) else None
     else:
         return None
     if not isinstance(shapes, dict) or not shapes:
         return None
-    return {str(k): tuple(int(d) for d in v) for k, v in shapes.items()}
+    try:
+        return {str(k): tuple(int(d) for d in v) for k, v in shapes.items()}
+    except (TypeError, ValueError):
+        return None  # not shapes: the caller's own checks apply
 
 
 def resolve_hw(hardware, board):
+    from dcoc.targets import get
     from dcoc.targets.vta import HWConfig
 
+    tg = get("vta")
+    if board is not None and (not isinstance(board, str) or board.strip().lower() not in tg.boards):
+        raise ConfigError(f"unknown board (--board) {str(board)[:40]!r} for dcoc run on vta; "
+                          f"choose one of {', '.join(tg.boards)}")
     if hardware is None:
-        return HWConfig.preset("pynq" if board in (None, "pynq") else board)
-    from dcoc.targets import get
-
-    return get("vta").parse_hw(hardware, board)
+        return HWConfig.preset("pynq" if board in (None, "pynq") else board.strip().lower())
+    return tg.parse_hw(hardware, board)

@@ -24,17 +24,20 @@ def wrap32(x: np.ndarray) -> np.ndarray:
     return (x + 2 ** 31) % 2 ** 32 - 2 ** 31
 
 
-def conv2d_int(x: np.ndarray, w: np.ndarray, strides, padding, dilation) -> np.ndarray:
-    """NCHW int8 data x OIHW int8 weights -> int32 accumulators (as int64, wrapped).
+def conv2d_int(x: np.ndarray, w: np.ndarray, strides, padding, dilation,
+               groups: int = 1) -> np.ndarray:
+    """NCHW int8 data x OIHW int8 weights (I = channels per group) -> int32 accumulators
+    (as int64, wrapped).
 
-    Computed as an im2col matrix product: every output pixel's receptive field is
-    gathered explicitly (zero padding), then multiplied by the flattened weights.
+    Computed as an im2col matrix product per group: every output pixel's receptive field
+    is gathered explicitly (zero padding), then multiplied by the group's flattened
+    weights.
     """
     x = np.asarray(x, np.int64)
     w = np.asarray(w, np.int64)
     n, c, h, wd = x.shape
     o, ci, kh, kw = w.shape
-    assert ci == c, (x.shape, w.shape)
+    assert ci * groups == c and o % groups == 0, (x.shape, w.shape, groups)
     sh, sw = strides
     dh, dw = dilation
     pt, pl, pb, pr = padding
@@ -47,8 +50,9 @@ def conv2d_int(x: np.ndarray, w: np.ndarray, strides, padding, dilation) -> np.n
         for j in range(kw):
             r0, c0 = i * dh, j * dw
             cols[:, :, i, j] = xp[:, :, r0:r0 + sh * (oh - 1) + 1:sh, c0:c0 + sw * (ow - 1) + 1:sw]
-    cols = cols.reshape(n, c * kh * kw, oh * ow)
-    acc = _exact_matmul(w.reshape(o, c * kh * kw)[None], cols)  # n, o, oh*ow
+    cols = cols.reshape(n, groups, ci * kh * kw, oh * ow)
+    wg = w.reshape(groups, o // groups, ci * kh * kw)
+    acc = _exact_matmul(wg[None], cols)  # n, groups, o / groups, oh*ow
     return wrap32(acc.reshape(n, o, oh, ow))
 
 

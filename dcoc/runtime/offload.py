@@ -36,9 +36,13 @@ __all__ = ["Offload", "VTAKernel", "find_task"]
 
 
 def find_task(tasks, kind: str, workload: dict):
-    """The VTA task (``device == "vta"``) of ``tasks`` with this kind and workload."""
+    """The VTA task (``device == "vta"``) of ``tasks`` with this kind and workload (kind
+    ``conv2d``: any conv kind, the workload's ``groups`` tells them apart)."""
+    from dcoc.targets.vta.workloads import CONV_KINDS
+
+    kinds = CONV_KINDS if kind == "conv2d" else (kind,)
     for t in tasks:
-        if t.kind == kind and getattr(t, "device", "vta") == "vta" and \
+        if t.kind in kinds and getattr(t, "device", "vta") == "vta" and \
                 dict(t.workload) == dict(workload):
             return t
     return None
@@ -160,7 +164,7 @@ class VTAKernel:
         data, other, residual = self._inputs(arrays)
         if sp["kind"] == "conv2d":
             acc = intref.conv2d_int(data, sp["weight"], sp["strides"], sp["padding"],
-                                    sp["dilation"])
+                                    sp["dilation"], sp.get("groups", 1))
             axis = 1
         elif sp["kind"] == "dense":
             acc = intref.matmul_int(data, sp["weight"])
@@ -206,7 +210,7 @@ class Offload:
             return Conv2DWorkload(batch=n, height=h, width=w, in_channels=c, out_channels=o,
                                   kernel=(kh, kw), stride=tuple(spec["strides"]),
                                   padding=tuple(spec["padding"]),
-                                  dilation=tuple(spec["dilation"]))
+                                  dilation=tuple(spec["dilation"]), groups=spec.get("groups", 1))
         wl = spec["workload"]
         return DenseWorkload(batch=wl["m"], in_features=wl["k"], out_features=wl["n"])
 
@@ -231,9 +235,8 @@ class Offload:
         name = task.name if task is not None else spec.get("name", kind)
         if task is None:
             return self._refuse(name, kind, "not a VTA task of this model")
-        if kind == "conv2d" and (wl.get("groups", 1) != 1 or wl.get("dilation_h", 1) != 1
-                                 or wl.get("dilation_w", 1) != 1):
-            return self._refuse(name, kind, "grouped/dilated conv: no VTA schedule")
+        if kind == "conv2d" and (wl.get("dilation_h", 1) != 1 or wl.get("dilation_w", 1) != 1):
+            return self._refuse(name, kind, "dilated conv: no VTA schedule")
         has_bias, has_res = spec["bias"] is not None, bool(spec["residual"])
         ml, pad_bias = self._layer(task, has_bias, has_res)
         notes = []

@@ -73,12 +73,12 @@ def cpu_rows(tasks, quantized: set, offload) -> list[dict]:
     """The layers left on the CPU and why: not VTA layers, VTA tasks whose graph pattern
     was not quantized (``quantized``: the names of the layers that were), layers the
     offload refused, host ops."""
+    from dcoc.tasks import cpu_reason
+
     rows = []
     for t in tasks:
         if t.device != "vta":
-            why = "first conv: kept in fp32 on the CPU" if t.kind == "conv2d" else \
-                "grouped/depthwise conv: no VTA schedule" if "conv" in t.kind else \
-                "not a VTA layer"
+            why = cpu_reason(t) if "conv" in t.kind else "not a VTA layer"
             rows.append({"layer": t.name, "kind": t.kind, "count": t.weight, "reason": why})
     for t in tasks:
         if t.device == "vta" and t.name not in quantized:

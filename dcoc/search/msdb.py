@@ -41,17 +41,15 @@ def ms_database_dir(path: str) -> str | None:
 
 
 def _lines(path: str):
-    try:
-        with open(path, "rb") as f:
-            raw = f.read().split(b"\n")
-    except OSError as exc:
-        raise RecordsError(f"cannot read {path}: {exc.strerror or exc}") from None
+    from dcoc.readfile import read_bytes
+
+    raw = read_bytes(path, "MetaSchedule database file", "records", RecordsError).split(b"\n")
     for n, b in enumerate(raw, 1):
         if not b.strip():
             continue
         try:
             yield n, json.loads(b.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             if n == len(raw):  # cut off mid-write
                 return
             raise RecordsError(f"{path}:{n}: not a MetaSchedule database line") from None
@@ -62,10 +60,12 @@ def task_names(directory: str) -> dict:
     by ``tune_model``); {} when it is missing or unreadable (names are a convenience)."""
     p = os.path.join(directory, TASK_NAMES_FILE)
     if os.path.isfile(p):
+        from dcoc.errors import DcocError
+        from dcoc.readfile import read_json
+
         try:
-            with open(p, encoding="utf-8") as f:
-                return dict(json.load(f))
-        except (OSError, ValueError, TypeError):
+            return read_json(p, "MetaSchedule task names file")
+        except DcocError:
             pass
     return {}
 

@@ -12,12 +12,16 @@ ignored on load and cut off before the next append; a complete last line that on
 its newline counts and gets the newline.
 
 Every line is checked before it counts (:func:`record_problem`): a JSON object with the
-record fields, a valid one with a finite cost > 0 that is physically possible (for an
-accelerator target whose hardware name and workload can be read back: not below the
-compute bound, one full GEMM tile per cycle).
+record fields, a valid one with a finite cost > 0; for an accelerator target, a hardware
+name this version parses, and (where the workload can be read back from the task key)
+knobs of the task's schedule space and a cost not below the compute bound (one full
+GEMM tile per cycle).
 Lines that fail (foreign, forged, corrupt, nested too deeply) are skipped and reported
-once per file (count and first problem) on stderr; they are never chosen as best.  A
-file with no record at all is refused (:class:`RecordsError`).
+once per file (count and first problem) on stderr; they are never listed, chosen as
+best, replayed or merged.  A file with no valid line is refused (:class:`RecordsError`);
+:meth:`Records.load` (what reads a file to list, merge, plot or warm-start from) also
+refuses one with no record at all.  The file is read by :mod:`dcoc.readfile` (a regular
+file of at most 1 GiB).
 
 Records for different hardware never mix: every query takes the hardware name, and
 ``hw`` is part of every key.
@@ -50,7 +54,7 @@ class Records:
         self.rows: list[dict] = []
         #: lines of the file that were not counted: [(line number, why)]
         self.skipped: list[tuple[int, str]] = []
-        if self.path and os.path.exists(self.path):
+        if self.path and os.path.lexists(self.path):
             self.rows = list(_read(self.path, self.skipped))
             if self.skipped and (self.path, len(self.skipped)) not in _warned:
                 _warned.add((self.path, len(self.skipped)))  # once per file and count
@@ -116,9 +120,15 @@ class Records:
 
     @classmethod
     def load(cls, path) -> "Records":
-        if not os.path.exists(path):
+        """Read a records file that must hold at least one record (RecordsError: missing,
+        not a regular file, or no record in it)."""
+        if not os.path.lexists(path):
             raise RecordsError(f"records file not found: {path}")
-        return cls(path)
+        db = cls(path)
+        if not db.rows:
+            why = f" (line {db.skipped[0][0]}: {db.skipped[0][1]})" if db.skipped else ""
+            raise RecordsError(f"records file {path} holds no tuning record{why}")
+        return db
 
     def filter(self, task=None, target=None, hw=None, tuner=None, seed=None, valid=None) -> list[dict]:
         return [r for r in self.rows
@@ -202,15 +212,11 @@ def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
 
 
 def _read(path: str, skipped: list | None = None) -> Iterator[dict]:
-    try:
-        with open(path, "rb") as f:
-            lines = f.read().split(b"\n")
-    except IsADirectoryError:
-        raise RecordsError(f"{path} is a directory, not a records file") from None
-    except OSError as exc:
-        raise RecordsError(f"cannot read records file {path}: {exc.strerror or exc}") from None
+    from dcoc.readfile import read_bytes
+
+    lines = read_bytes(path, "records file", "records", RecordsError).split(b"\n")
     last = len(lines)  # a file ending in "\n" has an empty last piece
-    floors: dict = {}
+    checks: dict = {}
     bad: list = [] if skipped is None else skipped
     good = 0
     for n, raw in enumerate(lines, 1):
@@ -218,7 +224,7 @@ def _read(path: str, skipped: list | None = None) -> Iterator[dict]:
             continue
         rec, why = _parse_line(raw)
         if rec is not None:
-            why = _impossible(rec, floors)
+            why = _impossible(rec, checks)
         if why is None:
             good += 1
             yield rec
@@ -256,37 +262,34 @@ def record_problem(rec) -> str | None:
     return None
 
 
-def _impossible(rec: dict, floors: dict) -> str | None:
-    """Why a well-formed record cannot be true (None: plausible, or nothing to check): a
-    cost below the compute bound of its workload on its hardware (a forged record)."""
+def _impossible(rec: dict, checks: dict) -> str | None:
+    """Why a well-formed record cannot be true (None: plausible, or nothing to check): for
+    an accelerator target, a hardware name this version cannot parse, knobs outside the
+    task's schedule space, a cost below the compute bound (a forged record)."""
     target, hw = rec.get("target"), rec.get("hw")
     if not target or not hw:
         return None
     key = (target, rec["task"], hw)
-    if key not in floors:
-        floors[key] = _cost_floor(target, rec, hw)
-    floor = floors[key]
-    if floor is not None and rec.get("valid") and rec["cost"] < floor * (1 - 1e-6):
-        return (f"cost {rec['cost']:.3g} s is below the compute bound {floor:.3g} s of "
-                f"{rec.get('task_name') or rec['task']} on {hw}")
-    return None
+    if key not in checks:
+        checks[key] = _checker(target, rec, hw)
+    check = checks[key]
+    return check(rec) if callable(check) else check
 
 
-#: where the compute bound of a record comes from (``"module:function"``, loaded lazily:
-#: the targets sit above dcoc.search and are never imported here)
-COST_FLOOR = "dcoc.targets.hooks:cost_floor"
+#: what checks the records of one (target, task, hardware) (``"module:function"``, loaded
+#: lazily: the targets sit above dcoc.search and are never imported here)
+RECORD_CHECK = "dcoc.targets.hooks:record_checker"
 
 
-def _cost_floor(target: str, rec: dict, hw: str):
-    """The compute bound (s) of ``rec``'s workload on ``hw``; None when it cannot be told
-    (an unknown target, a hardware name or workload this version cannot read)."""
+def _checker(target: str, rec: dict, hw: str):
+    """:data:`RECORD_CHECK`'s verdict for ``rec``'s key: None, a problem, or a function."""
     try:
         from dcoc.registry import load
 
-        floor = load(COST_FLOOR)
+        make = load(RECORD_CHECK)
     except Exception:  # noqa: BLE001 - no target registry: nothing to check
         return None
-    return floor(target, rec, hw)
+    return make(target, rec, hw)
 
 
 def _append_whole(path: str, data: bytes) -> None:

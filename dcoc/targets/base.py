@@ -97,6 +97,8 @@ class HardwareHalf:
     #: stream, so it takes the same time on both (checked in tests/core/test_targets.py);
     #: empty: no such claim
     fit_knobs: tuple = ()
+    #: options this instance was made with (:meth:`with_options`); saved in result.json
+    options: dict = {}
 
     # ---------------------------------------------------------------- to implement
     def make_hw(self, values: dict, board):
@@ -244,6 +246,21 @@ class HardwareHalf:
         """README lines on building ``hw`` with the target's own hardware flow."""
         return []
 
+    def hw_notes(self, hw, board) -> dict:
+        """What summaries, result.json and the Pareto table say about ``hw`` beyond its
+        resources: ``build`` (whether the target's flow builds it, in words), ``basis``
+        (what its latencies rest on, in words), ``basis_label`` (a short table marker).
+        Empty: nothing to say."""
+        return {}
+
+    def with_options(self, **options):
+        """This target with target-specific options (none by default)."""
+        if options:
+            from dcoc.errors import ConfigError
+
+            raise ConfigError(f"the {self.name} target has no option {sorted(options)[0]!r}")
+        return self
+
 
 class ScheduleHalf:
     """The schedule half of a target: a model's layers, each layer's schedule space on a
@@ -262,6 +279,8 @@ class ScheduleHalf:
     #: which accelerator extraction of ``tvm_plugin.frontend.model_tasks`` gives the layers
     #: (conv2d / dense workloads marked with this device, the rest left on the CPU)
     frontend_target = "vta"
+    #: the task kinds of that extraction this target runs (the others stay on the CPU)
+    task_kinds = ("conv2d", "dense", "batch_matmul")
 
     # ---------------------------------------------------------------- to implement
     def workload(self, spec):
@@ -288,12 +307,13 @@ class ScheduleHalf:
     # ---------------------------------------------------------------- defaults
     def layers(self, tasks) -> tuple[list[Layer], list]:
         """Model tasks -> (accelerator layers, CPU layers ``[(name, kind, count)]``).
-        Default: one layer per task of device :attr:`frontend_target` (its workload by
-        :meth:`workload`; a batch_matmul counts its batch as repeats), the rest and the
-        tasks' ``cpu_ops`` on the CPU."""
+        Default: one layer per task of device :attr:`frontend_target` and a kind of
+        :attr:`task_kinds` (its workload by :meth:`workload`; a batch_matmul counts its
+        batch as repeats), the rest and the tasks' ``cpu_ops`` on the CPU."""
         layers, cpu = [], []
         for t in tasks:
-            if getattr(t, "device", self.frontend_target) != self.frontend_target:
+            if getattr(t, "device", self.frontend_target) != self.frontend_target or \
+                    t.kind not in self.task_kinds:
                 cpu.append((t.name, t.kind, int(t.weight)))
                 continue
             wl = self.workload(t)
@@ -303,6 +323,14 @@ class ScheduleHalf:
         for t in getattr(tasks, "cpu_ops", []) or []:
             cpu.append((t.name, t.kind, int(t.weight)))
         return layers, cpu
+
+    def cpu_reason(self, task) -> str:
+        """Why ``task`` (a CPU layer of :meth:`layers`) runs on the CPU."""
+        from dcoc.tasks import cpu_reason
+
+        if getattr(task, "device", None) == self.frontend_target and task.kind not in self.task_kinds:
+            return f"{task.kind}: {self.label} does not run it"
+        return cpu_reason(task)
 
     def layer(self, workload, name: str | None = None) -> Layer:
         """A single-workload layer (``tune_task``); its kind is the workload's ``kind``

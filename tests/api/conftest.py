@@ -14,7 +14,8 @@ os.environ.setdefault("DCOC_QUIET", "1")
 
 @pytest.fixture(scope="session")
 def no_vta_model(tmp_path_factory) -> str:
-    """An ONNX file whose only compute is a depthwise conv (+ ReLU, max-pool): nothing VTA runs."""
+    """An ONNX file whose only compute is a depthwise conv (+ ReLU, max-pool): the network's
+    first conv, which stays on the CPU, so nothing VTA runs."""
     w = numpy_helper.from_array(np.ones((8, 1, 3, 3), np.float32), "w")
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], group=8, pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c"], ["r"]),

@@ -397,8 +397,8 @@ def _tune_model_cli(tmp_path, model, tuner):
 @pytest.mark.parametrize("model", sorted(DEFAULT_MODELS))
 def test_tune_models(tmp_path, model):
     js = _tune_model_cli(tmp_path, model, DEFAULT_MODELS[model])
-    if model == "mobilenetv2":
-        assert sum(c["layer"].startswith("depthwise_conv2d") for c in js["cpu_layers"]) == 10
+    if model == "mobilenetv2":  # the depthwise layers run on VTA
+        assert not any(c["layer"].startswith("depthwise_conv2d") for c in js["cpu_layers"])
 
 
 @pytest.mark.slow

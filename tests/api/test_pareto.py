@@ -93,11 +93,14 @@ def pareto_run(tmp_path_factory, residual_model):
 
 
 def test_front_spans_the_hardware_space_measured_and_estimated(pareto_run):
-    """A small residual model on pynq: >= 5 designs, both kinds, over the whole space."""
+    """A small residual model on pynq: >= 3 designs, both kinds, over the whole (buildable)
+    space; every design is marked buildable and says what its latency rests on."""
     res, wd, model = pareto_run
     front = res.pareto
     sources = [p["source"] for p in front]
-    assert len(front) >= 5 and MEASURED in sources and ESTIMATED in sources, sources
+    assert len(front) >= 3 and MEASURED in sources and ESTIMATED in sources, sources
+    assert all(p["buildable"] for p in front)
+    assert {p["latency_basis"].split(" ")[0] for p in front} <= {"calibrated", "estimated"}
     stats = res.extra["pareto"]
     assert stats["configs"] == len(get_target("vta").feasible_hw("pynq"))
     assert stats["measured"] + stats["estimated"] + stats["unschedulable"] == stats["configs"]

@@ -58,14 +58,15 @@ def test_complete_last_line_without_newline_is_kept(tmp_path):
 
 
 def test_forged_and_foreign_lines_are_skipped_never_best(tmp_path, capsys):
-    from dcoc.targets.vta import HWConfig
+    from dcoc.targets.vta import HWConfig, default_knobs
     from dcoc.targets.vta.catalogue import resnet18_layer
     from dcoc.targets.vta.spaces import vta_task
 
     hw = HWConfig.preset("pynq")
     task = vta_task(resnet18_layer("C2"), hw)
     row = {"task": task.workload_key, "task_name": task.name, "target": "vta", "hw": hw.name,
-           "knobs": {}, "valid": True, "error_no": 0, "trial": 0}
+           "knobs": default_knobs(resnet18_layer("C2"), hw), "valid": True, "error_no": 0,
+           "trial": 0}
     p = tmp_path / "r.jsonl"
     lines = [dict(row, cost=9e-3), dict(row, cost=1e-12, trial=1),  # forged: 1e-12 s
              dict(row, cost=-1.0, trial=2), dict(row, cost=0, trial=3)]

@@ -104,12 +104,12 @@ def test_light_resnet50_vta(tasks_of):
     assert tl.total_macs == dcoc_models.info("light_resnet50").macs
 
 
-def test_mobilenetv2_vta_depthwise_on_cpu(tasks_of):
+def test_mobilenetv2_vta_depthwise_on_vta(tasks_of):
     tl = tasks_of("mobilenetv2", "vta")
     _check_contract(tl)
     dw = [t for t in tl if t.kind == "depthwise_conv2d"]
     assert len(dw) == 10 and sum(t.weight for t in dw) == 17
-    assert all(t.device == "cpu" and t.workload["groups"] == t.workload["in_channels"]
+    assert all(t.device == "vta" and t.workload["groups"] == t.workload["in_channels"]
                for t in dw)
     assert sum(t.weight for t in tl if t.kind == "conv2d" and t.device == "vta") == 34
     assert tl[0].name == "conv2d_224x224_3x32_k3s2" and tl[0].device == "cpu"

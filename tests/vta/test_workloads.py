@@ -93,8 +93,11 @@ def test_from_task():
     assert DenseWorkload.from_task(d) == DenseWorkload(1, 512, 1000)
     bm = Task("b", "batch_matmul", dict(batch=12, m=128, n=64, k=64), device="vta")
     assert workload_from_task(bm) == (DenseWorkload(128, 64, 64), 12)
-    with pytest.raises(WorkloadError, match="grouped"):
-        Conv2DWorkload.from_task(_conv_task(groups=2))
+    assert Conv2DWorkload.from_task(_conv_task(groups=2)).groups == 2
+    dw = Task("dw", "depthwise_conv2d", _conv_task(groups=64).workload, device="vta")
+    assert workload_from_task(dw)[0].weight_shape == (64, 1, 3, 3)
+    with pytest.raises(WorkloadError, match="must divide"):
+        Conv2DWorkload.from_task(_conv_task(groups=3))
     with pytest.raises(WorkloadError, match="lacks"):
         Conv2DWorkload.from_task(Task("x", "conv2d", {"batch": 1}))
     with pytest.raises(WorkloadError, match="not conv2d"):

@@ -191,7 +191,8 @@ def _anchors(nodes, is_const) -> dict[int, tuple[str, dict, str]]:
                                 int(a.strides[0]), int(a.strides[1]), pad[0], pad[1], pad[2],
                                 pad[3], int(a.dilation[0]), int(a.dilation[1]), g, os_[2], os_[3])
             kind = _conv_kind(g, ds[1])
-            on_vta = kind == "conv2d" and wl["dilation_h"] == 1 and wl["dilation_w"] == 1
+            # any groups (VTA's group_conv2d_packed; depthwise as block-diagonal groups)
+            on_vta = wl["dilation_h"] == 1 and wl["dilation_w"] == 1
             if not first_conv_seen:
                 first_conv_seen = True
                 on_vta = False  # VTA's quantizer skips conv layer 0: it runs in fp32 on the CPU

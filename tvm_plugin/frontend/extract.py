@@ -26,10 +26,11 @@ def extract_tasks(mod, target) -> TaskList:
       ``cpu_ops`` is empty.
     * ``vta``: walks the Relax graph (exact attributes, no lowering) with this policy:
 
-      - conv2d with groups == 1 and dilation 1 -> ``device="vta"``, except the network's
-        first conv (conv layer 0, the one consuming the model input: VTA's quantizer skips
-        it and it runs in fp32 on the CPU, e.g. ResNet-18's 7x7 stem) -> ``device="cpu"``;
-      - depthwise, grouped or dilated conv2d -> ``device="cpu"``;
+      - conv2d with dilation 1, any groups (grouped and depthwise convs run as VTA's
+        grouped conv2d) -> ``device="vta"``, except the network's first conv (conv layer
+        0, the one consuming the model input: VTA's quantizer skips it and it runs in
+        fp32 on the CPU, e.g. ResNet-18's 7x7 stem) -> ``device="cpu"``;
+      - dilated conv2d -> ``device="cpu"``;
       - MatMul/Gemm with a constant 2-D weight -> ``dense`` on VTA, M = all rows of the
         activation (batch x sequence), N = output features, K = input features;
       - activation x activation MatMul (attention) -> ``batch_matmul`` on VTA, batch =

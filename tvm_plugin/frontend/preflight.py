@@ -37,22 +37,29 @@ def _read_onnx(path: str, label: str | None = None) -> "onnx.ModelProto":
     from google.protobuf.message import DecodeError
 
     label = label or path
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         raise ModelError(f"model file '{path}' does not exist")
     if os.path.isdir(path):
         raise ModelError(f"'{path}' is a directory, not an ONNX file")
+    from dcoc.readfile import check_regular
+
+    check_regular(path, "model file", "model", ModelError)
     if os.path.getsize(path) == 0:
         raise ModelError(f"'{label}' is an empty file, not an ONNX model")
     try:
         model = onnx.load_model(path, load_external_data=False)
+    except OSError as exc:
+        raise ModelError(f"cannot read '{path}': {exc.strerror or exc}") from None
     except (DecodeError, RuntimeError, ValueError, TypeError, UnicodeDecodeError) as exc:
         raise ModelError(f"'{label}' is not an ONNX model (protobuf parse failed: "
                          f"{_first_line(exc)})") from None
-    except OSError as exc:
-        raise ModelError(f"cannot read '{path}': {exc.strerror or exc}") from None
+    except Exception as exc:  # noqa: BLE001 - onnx's text/JSON parsers (by file suffix)
+        raise ModelError(f"'{label}' is not an ONNX model ({_first_line(exc)})") from None
     if not model.HasField("graph") or model.ir_version <= 0 or not model.opset_import:
         raise ModelError(f"'{label}' is not an ONNX model (no graph, IR version or opset in the "
                          "protobuf)")
+    if not model.graph.node:
+        raise ModelError(f"'{label}' has a graph without nodes (no operator to tune or run)")
     base = os.path.dirname(os.path.abspath(path))
     missing = sorted({e.value for t in _all_initializers(model.graph)
                       if t.data_location == onnx.TensorProto.EXTERNAL

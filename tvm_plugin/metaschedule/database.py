@@ -35,13 +35,13 @@ def recorded_bests(db, ctxs) -> dict:
 
 def previous_history(work_dir: str) -> list:
     """The tuning curve of the work dir's last result (a resumed run continues it)."""
-    import json
+    from dcoc.errors import DcocError
+    from dcoc.readfile import read_json
 
     try:
-        with open(os.path.join(work_dir, "result.json"), encoding="utf-8") as f:
-            hist = json.load(f).get("history") or []
+        hist = read_json(os.path.join(work_dir, "result.json"), "result file").get("history") or []
         return [[int(t), float(v)] for t, v in hist]
-    except (OSError, ValueError, TypeError, AttributeError):
+    except (DcocError, ValueError, TypeError, AttributeError):
         return []
 
 

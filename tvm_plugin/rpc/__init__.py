@@ -42,7 +42,10 @@ and one simulation may take at most ``--time-limit`` seconds (default
 to hand-shake, handles at most :data:`MAX_CONNECTIONS` at once, checks every declared
 length (key, packet) before reading what follows (a packet above
 :data:`MAX_PACKET_BYTES` closes its session unread), and closes only the connection that
-sent malformed bytes; the tracker registration is renewed only when the tracker
+sent malformed bytes; a matched session that sends nothing for ``--idle-timeout`` seconds
+(default :data:`~tvm_plugin.rpc.protocol.IDLE_TIMEOUT`) while none of its requests is
+being served is closed, so an idle client cannot hold the server (:class:`RPCSimMeasurer`
+reconnects on its next call); the tracker registration is renewed only when the tracker
 connection fails.  It listens on 127.0.0.1
 unless ``--host`` says otherwise; binding it to another address lets every host that can
 reach that address use this machine's CPU for simulations (and try to crash the

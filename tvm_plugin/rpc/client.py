@@ -61,11 +61,12 @@ def tracker_servers(tracker, key: str, timeout: float = 5.0) -> dict:
 
 
 class _Session:
-    __slots__ = ("sess", "func", "name", "alive", "busy_since", "item", "thread")
+    __slots__ = ("sess", "func", "name", "alive", "busy_since", "item", "thread", "fresh")
 
     def __init__(self, sess, func, name):
         self.sess, self.func, self.name = sess, func, name
         self.alive = True
+        self.fresh = True  # no call of the current batch answered yet
         self.busy_since = None
         self.item = None
         self.thread = None
@@ -189,10 +190,26 @@ class RPCSimMeasurer(Measurer):
             except Exception as exc:  # noqa: BLE001 - e.g. an invalid hardware config
                 results[i] = MeasureResult.error(MeasureErrorNo.INSTANTIATION_ERROR,
                                                  f"{type(exc).__name__}: {exc}")
-        if not queue:
-            return results
-        self._top_up()
+        for attempt in range(2):
+            if not queue:
+                break
+            self._top_up()
+            # a session the server closed while idle (``dcoc rpc serve --idle-timeout``)
+            # fails on its first call of a batch: its item goes back to the queue and the
+            # batch runs once more on fresh sessions
+            if not self._run_queue(queue, results, retry=attempt == 0):
+                break
+        for i, _ in queue:
+            results[i] = MeasureResult.error(MeasureErrorNo.RUNTIME_DEVICE,
+                                             f"no live RPC server for key '{self.key}'")
+        return results
+
+    def _run_queue(self, queue, results, retry: bool) -> int:
+        """Measure ``queue``'s items on the live sessions (one thread each) into
+        ``results``; returns how many items went back to ``queue`` because their session
+        was closed before its first answer of this batch (``retry``), else 0."""
         cond = threading.Condition()
+        expired = [0]
 
         def worker(s: _Session):
             while True:
@@ -213,6 +230,12 @@ class RPCSimMeasurer(Measurer):
                     if s.item != i:  # timed out meanwhile: the result was already given
                         return
                     s.item, s.busy_since = None, None
+                    if err is not None and retry and s.fresh:  # closed while idle
+                        s.alive = False
+                        queue.appendleft((i, text))
+                        expired[0] += 1
+                        cond.notify_all()
+                        return
                     if err is not None:
                         s.alive = False
                         self.lost.append(s.name)
@@ -222,11 +245,13 @@ class RPCSimMeasurer(Measurer):
                             {"server": s.name})
                         cond.notify_all()
                         return
+                    s.fresh = False
                     results[i] = _result_of(out, wall, s.name)
                     cond.notify_all()
 
         live = [s for s in self.sessions if s.alive]
         for s in live:
+            s.fresh = True
             s.thread = threading.Thread(target=worker, args=(s,), daemon=True)
             s.thread.start()
         with cond:
@@ -247,17 +272,12 @@ class RPCSimMeasurer(Measurer):
                             f"measurement timed out after {self.timeout:g} s on {s.name}",
                             self.timeout, {"server": s.name})
                 cond.wait(0.2)
-            left = list(queue)
-            queue.clear()
-        for i, _ in left:
-            results[i] = MeasureResult.error(MeasureErrorNo.RUNTIME_DEVICE,
-                                             f"no live RPC server for key '{self.key}'")
         for s in self.sessions:  # finished workers only; hung ones stay abandoned
             if s.thread is not None and s.alive:
                 s.thread.join(1.0)
         self.sessions = [s for s in self.sessions if s.alive]
         self.n_parallel = max(1, len(self.sessions))
-        return results
+        return expired[0]
 
     def close(self) -> None:
         """Release every session (the servers return to the tracker's pool)."""

@@ -100,6 +100,25 @@ MAX_KEY_BYTES = 1024
 MAX_PACKET_BYTES = MAX_REQUEST_BYTES + 4096
 #: seconds the body of one packet may take to arrive once its length was read
 PACKET_TIMEOUT = 30.0
+#: seconds a matched session may send nothing while none of its requests is being served
+#: (right after the handshake, or between requests); then the session is closed and the
+#: server is free for the next client (RPCSimMeasurer reconnects on its next call)
+IDLE_TIMEOUT = 5.0
+#: the longest server key (``--key``): printable, no whitespace
+MAX_SERVER_KEY = 200
+
+
+def check_key(key) -> str:
+    """``key`` when it can be a server key (non-empty, printable, no whitespace: the
+    handshake splits on it); a one-line DcocError naming ``--key`` otherwise."""
+    from dcoc.errors import DcocError
+
+    k = key if isinstance(key, str) else None
+    if not k or len(k) > MAX_SERVER_KEY or not k.isprintable() or any(c.isspace() for c in k):
+        raise DcocError(f"--key {str(key)[:60]!r}: a server key must be 1..{MAX_SERVER_KEY} "
+                        "printable characters without whitespace (clients match it word for "
+                        "word), e.g. vta-sim")
+    return k
 #: the largest tracker reply read (JSON)
 _MAX_TRACKER_REPLY = 1 << 24
 

@@ -18,6 +18,7 @@ from tvm_plugin.rpc.protocol import (
     DEFAULT_KEY,
     DEFAULT_TIME_LIMIT,
     HANDSHAKE_TIMEOUT,
+    IDLE_TIMEOUT,
     MAX_CONNECTIONS,
     MAX_KEY_BYTES,
     MAX_PACKET_BYTES,
@@ -30,6 +31,7 @@ from tvm_plugin.rpc.protocol import (
     ProtocolError,
     TrackerConnection,
     _recv_exact,
+    check_key,
     logger,
     parse_addr,
     simulate_json,
@@ -111,11 +113,14 @@ def _restricted_serve_loop(sock, load_library, work_path):
 
 
 def _relay_session(conn, inner, packet_limit: int = MAX_PACKET_BYTES,
-                   packet_timeout: float = PACKET_TIMEOUT) -> None:
+                   packet_timeout: float = PACKET_TIMEOUT,
+                   idle_timeout: float = IDLE_TIMEOUT) -> None:
     """Copy one session's bytes between the client (``conn``) and TVM's server loop
     (``inner``, one end of a socket pair).  Client packets (``uint64 length`` + body) are
     checked *before* their body is read: a length above ``packet_limit`` (or a body that
-    does not arrive within ``packet_timeout`` seconds) closes the session."""
+    does not arrive within ``packet_timeout`` seconds) closes the session.  A client that
+    sends nothing for ``idle_timeout`` seconds while no request of it is being served
+    (after the handshake, or between requests) is closed too: it cannot hold the server."""
     import select
     import socket
 
@@ -133,13 +138,20 @@ def _relay_session(conn, inner, packet_limit: int = MAX_PACKET_BYTES,
     try:
         conn.settimeout(None)
         inner.settimeout(None)
+        serving, last = False, time.monotonic()  # serving: a request is with the server
         while True:
-            ready, _, _ = select.select([conn, inner], [], [])
+            wait = None if serving or not idle_timeout else \
+                max(0.0, last + idle_timeout - time.monotonic())
+            ready, _, _ = select.select([conn, inner], [], [], wait)
+            if not ready:
+                logger.warning("session closed: the client sent nothing for %g s", idle_timeout)
+                break
             if inner in ready:  # the server's answers: copied as they are
                 data = inner.recv(1 << 16)
                 if not data:
                     break
                 conn.sendall(data)
+                serving, last = False, time.monotonic()
             if conn in ready:
                 head = conn.recv(8, socket.MSG_PEEK)
                 if not head:
@@ -154,13 +166,14 @@ def _relay_session(conn, inner, packet_limit: int = MAX_PACKET_BYTES,
                 body = _recv_exact(conn, size, deadline)
                 conn.settimeout(None)
                 inner.sendall(head + body)
+                serving, last = True, time.monotonic()
     except (OSError, struct.error) as exc:
         logger.info("session closed: %s", exc)
     finally:
         shut()
 
 
-def _session_main(conn, close_fds, time_limit: float) -> None:
+def _session_main(conn, close_fds, time_limit: float, idle_timeout: float = IDLE_TIMEOUT) -> None:
     """One client session, in a forked process: TVM's server loop restricted to the
     simulator, behind :func:`_relay_session`'s packet-size check."""
     import os
@@ -174,7 +187,8 @@ def _session_main(conn, close_fds, time_limit: float) -> None:
         except OSError:
             pass
     inner, outer = socket.socketpair()
-    t = threading.Thread(target=_relay_session, args=(conn, outer), daemon=True)
+    t = threading.Thread(target=_relay_session, daemon=True,
+                         args=(conn, outer, MAX_PACKET_BYTES, PACKET_TIMEOUT, idle_timeout))
     t.start()
     try:
         _restricted_serve_loop(inner, None, None)
@@ -206,13 +220,14 @@ class SimServer:
                  time_limit: float = DEFAULT_TIME_LIMIT,
                  handshake_timeout: float = HANDSHAKE_TIMEOUT,
                  max_connections: int = MAX_CONNECTIONS, ping_period: float = 2.0,
-                 tracker_timeout: float = 10.0):
+                 tracker_timeout: float = 10.0, idle_timeout: float = IDLE_TIMEOUT):
         import queue
 
         self.sock, self.port, self.key = sock, int(port), key
         self.tracker_addr = parse_addr(tracker_addr)
         self.custom_addr = custom_addr
         self.time_limit = time_limit
+        self.idle_timeout = float(idle_timeout)
         self.handshake_timeout = float(handshake_timeout)
         self.slots = threading.BoundedSemaphore(int(max_connections))
         self.ping_period = float(ping_period)
@@ -300,7 +315,8 @@ class SimServer:
 
         close = [self.sock] + ([tracker.sock] if tracker is not None else [])
         proc = multiprocessing.get_context("fork").Process(
-            target=_session_main, args=(conn, close, self.time_limit), daemon=True)
+            target=_session_main, args=(conn, close, self.time_limit, self.idle_timeout),
+            daemon=True)
         proc.start()
         conn.close()  # the session process has its own copy
         deadline = time.monotonic() + opts["timeout"] if "timeout" in opts else None
@@ -439,7 +455,7 @@ class SimServer:
 def serve(tracker: str | tuple, key: str = DEFAULT_KEY, host: str = "127.0.0.1",
           port: int = 9090, port_end: int | None = None, custom_addr: str | None = None,
           silent: bool = True, time_limit: float = DEFAULT_TIME_LIMIT,
-          ready=None) -> None:
+          ready=None, idle_timeout: float = IDLE_TIMEOUT) -> None:
     """Run a simulator RPC server registered with ``tracker`` under ``key`` (blocks).
 
     :class:`SimServer` accepts connections in this process and forks one child per
@@ -452,6 +468,7 @@ def serve(tracker: str | tuple, key: str = DEFAULT_KEY, host: str = "127.0.0.1",
 
     from dcoc.errors import DcocError
 
+    key = check_key(key)
     register(time_limit)
     if silent:
         logger.setLevel(logging.ERROR)
@@ -476,7 +493,8 @@ def serve(tracker: str | tuple, key: str = DEFAULT_KEY, host: str = "127.0.0.1",
     sock.listen(64)
     print(f"dcoc rpc: simulator server on {host}:{bound}, key '{key}', tracker "
           f"{tracker_addr[0]}:{tracker_addr[1]}", flush=True)
-    server = SimServer(sock, bound, key, tracker_addr, custom_addr, time_limit=time_limit)
+    server = SimServer(sock, bound, key, tracker_addr, custom_addr, time_limit=time_limit,
+                       idle_timeout=idle_timeout)
     if ready is not None:
         ready(server)
     try:
@@ -489,7 +507,8 @@ def run_serve(args) -> int:
     """``dcoc rpc serve``: serve until interrupted."""
     try:
         serve(args.tracker, args.key, args.host, args.port, args.port_end, args.custom_addr,
-              silent=not getattr(args, "verbose", False), time_limit=args.time_limit)
+              silent=not getattr(args, "verbose", False), time_limit=args.time_limit,
+              idle_timeout=getattr(args, "idle_timeout", IDLE_TIMEOUT))
     except KeyboardInterrupt:
         return 0
     return 0

@@ -14,6 +14,9 @@ The stream is what TVM's VTA flow would produce for the TOPI-VTA templates
   copies are emitted back to back (h-thread major, oc-thread minor) while the loops are
   shared; on-chip buffers are replicated per thread.  A thread whose tile index is out of
   range in an iteration (non-divisible outer extent) emits nothing for that iteration.
+* **Groups** (``group_conv2d_packed.vta``, :mod:`dcoc.targets.vta.grouped`).  The same
+  loop nest; the reduction runs over one packed group's input blocks, and a tile loads,
+  for each packed group its output blocks belong to, that group's input blocks only.
 
 Micro-op kernels, DMA and dependency tokens follow TVM's passes as :mod:`dcoc.targets.vta.stream`
 describes; :mod:`dcoc.targets.vta.program` turns a plan into the program (DRAM layout,
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dcoc.targets.vta.grouped import block_diagonal, conv_groups
 from dcoc.targets.vta.hardware import HWConfig
 from dcoc.targets.vta.isa import COMPUTE_STAGE, LOAD_STAGE, MEM_ACC, MEM_INP, MEM_WGT, STORE_STAGE
 from dcoc.targets.vta.stream import (
@@ -160,8 +164,10 @@ class ConvPlan(_Base):
         if wl.dilation != (1, 1):
             raise PlanError(f"dilation {wl.dilation} is not supported by VTA conv2d (only 1x1)")
         self.Nb = _ceil(wl.batch, hw.batch)
-        self.CIb = _ceil(wl.in_channels, hw.block_in)
-        self.COb = _ceil(wl.out_channels, hw.block_out)
+        self.gb = conv_groups(wl, hw.block_in, hw.block_out)
+        # blocks of the layer; kpg / cpg: input / output blocks of one packed group
+        self.CIb, self.COb = self.gb.in_blocks, self.gb.out_blocks
+        self.kpg, self.cpg = self.gb.ci_blocks, self.gb.co_blocks
         self.H, self.W = wl.height, wl.width
         self.KH, self.KW = wl.kernel
         self.sh, self.sw = wl.stride
@@ -174,14 +180,15 @@ class ConvPlan(_Base):
         self.in_rows = (self.th - 1) * self.sh + self.KH
         self.in_cols = (self.tw - 1) * self.sw + self.KW
         self.n_h, self.n_w = self.OH // self.th, self.OW // self.tw
-        self.n_co, self.n_ci = self.COb // self.tco, self.CIb // self.tci
+        self.n_co, self.n_ci = self.COb // self.tco, self.kpg // self.tci
+        self.tg = max(1, self.tco // self.cpg)  # packed groups per tile
         self.n_ho = _ceil(self.n_h, self.hn)
         self.n_coo = _ceil(self.n_co, self.ocn)
         self.nctx = self.hn * self.ocn
         # emission order: h-thread major, oc-thread minor; buffer slot = oc * hn + h
         self.contexts = [(h, oc, oc * self.hn + h) for h in range(self.hn) for oc in range(self.ocn)]
         self.padded = any(wl.padding)
-        self._init_buffers(self.tci * self.in_rows * self.in_cols,
+        self._init_buffers(self.tg * self.tci * self.in_rows * self.in_cols,
                            self.tco * self.tci * self.KH * self.KW, self.tco * self.th * self.tw)
         self._build_kernels()
 
@@ -194,8 +201,11 @@ class ConvPlan(_Base):
             loops = [(tw, 1, 0, 0), (tco, th * tw, 0, 0), (th, tw, 0, 0)]
             f, u = fold_gemm_loops(loops, (a, 0, 0))
             self.k_reset[slot] = UopKernel(("reset", slot), f, u, "gemm", reset=1)
-            loops = [(tci, 0, ir * ic, KH * KW), (tw, 1, self.sw, 0), (KW, 0, 1, 1),
-                     (KH, 0, ic, KW), (tco, th * tw, 0, tci * KH * KW), (th, tw, self.sh * ic, 0)]
+            # output blocks: packed groups of the tile (own input blocks) x blocks per group
+            cpg = min(tco, self.cpg)
+            loops = [(tci, 0, ir * ic, KH * KW), (tw, 1, self.sw, 0), (KW, 0, 1, 1), (KH, 0, ic, KW),
+                     (self.tg, cpg * th * tw, tci * ir * ic, cpg * tci * KH * KW),
+                     (cpg, th * tw, 0, tci * KH * KW), (th, tw, self.sh * ic, 0)]
             f, u = fold_gemm_loops(loops, (a, i, w))
             self.k_gemm[slot] = UopKernel(("gemm", slot), f, u, "gemm")
             self.k_alu[slot] = self._alu_kernels(slot, [tco, th, tw], [th * tw, tw, 1], [1, 0, 0])
@@ -356,22 +366,24 @@ class ConvPlan(_Base):
     def _emit_loads(self, q, dram, slot, b, hi, co, kc, cpad0, csz, cpad1, c0):
         """The input-tile and weight-tile DMAs of one ci-outer step of one context."""
         rpad0, rsz, rpad1, r0 = self.row_geom(hi)
-        tco = self.tco
+        tco, tci = self.tco, self.tci
+        ci0 = (co * tco) // self.cpg * self.kpg + kc * tci  # first input block of the tile
         if self.padded:
-            for j in range(self.tci):
-                cib = kc * self.tci + j
+            for j in range(self.tg * tci):
+                cib = ci0 + j // tci * self.kpg + j % tci
                 sram = self.inp_base(slot) + j * self.in_rows * self.in_cols
                 base = dram.elem("inp", ((b * self.CIb + cib) * self.H + r0) * self.W + c0)
                 check_mem(rsz, csz, self.W, (rpad0, rpad1, cpad0, cpad1), "input load")
                 q.load(MEM_INP, sram, base, rsz, csz, self.W, rpad0, rpad1, cpad0, cpad1)
         else:
-            base = dram.elem("inp", ((b * self.CIb + kc * self.tci) * self.H + r0) * self.W + c0)
-            dims = [(self.tci, self.H * self.W), (rsz, self.W), (csz, 1)]
+            base = dram.elem("inp", ((b * self.CIb + ci0) * self.H + r0) * self.W + c0)
+            dims = [(self.tg, self.kpg * self.H * self.W), (tci, self.H * self.W), (rsz, self.W),
+                    (csz, 1)]
             for off, y, x, st, so in _dma_2d(dims, base, True):
                 check_mem(y, x, st, what="input load")
                 q.load(MEM_INP, self.inp_base(slot) + so, off, y, x, st)
-        wdims = [(tco, self.CIb * self.KH * self.KW), (self.tci * self.KH * self.KW, 1)]
-        wbase = dram.elem("wgt", ((co * tco) * self.CIb + kc * self.tci) * self.KH * self.KW)
+        wdims = [(tco, self.kpg * self.KH * self.KW), (tci * self.KH * self.KW, 1)]
+        wbase = dram.elem("wgt", ((co * tco) * self.kpg + kc * tci) * self.KH * self.KW)
         self._emit_weights(q, dram, slot, wdims, wbase)
 
     # -- DRAM image ------------------------------------------------------------------------
@@ -380,7 +392,7 @@ class ConvPlan(_Base):
         hw = self.hw
         reg = {
             "inp": (self.Nb * self.CIb * self.H * self.W, hw.inp_elem_bytes),
-            "wgt": (self.COb * self.CIb * self.KH * self.KW, hw.wgt_elem_bytes),
+            "wgt": (self.COb * self.kpg * self.KH * self.KW, hw.wgt_elem_bytes),
             "out": (self.Nb * self.COb * self.OH * self.OW, hw.out_elem_bytes),
         }
         if self.has_bias:
@@ -398,9 +410,8 @@ class ConvPlan(_Base):
         x[:N, :CI] = data
         x = x.reshape(self.Nb, B, self.CIb, BI, H, W).transpose(0, 2, 4, 5, 1, 3)
         CO = self.wl.out_channels
-        w = np.zeros((self.COb * BO, self.CIb * BI, self.KH, self.KW), np.int8)
-        w[:CO, :CI] = weight
-        w = w.reshape(self.COb, BO, self.CIb, BI, self.KH, self.KW).transpose(0, 2, 4, 5, 1, 3)
+        w = block_diagonal(np.asarray(weight, np.int8), self.wl, self.gb, BI, BO)
+        w = w.reshape(self.COb, BO, self.kpg, BI, self.KH, self.KW).transpose(0, 2, 4, 5, 1, 3)
         out = {"inp": np.ascontiguousarray(x).view(np.uint8).reshape(-1),
                "wgt": np.ascontiguousarray(w).view(np.uint8).reshape(-1)}
         if self.has_bias:

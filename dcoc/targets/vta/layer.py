@@ -9,6 +9,7 @@ import numpy as np
 
 from dcoc.errors import ConfigError, KnobError, WorkloadError
 from dcoc.targets.vta.compiler import PlanError, make_plan
+from dcoc.targets.vta.grouped import conv_groups
 from dcoc.targets.vta.hardware import HWConfig
 from dcoc.targets.vta.program import compile_program
 from dcoc.targets.vta.simulator import DEFAULT_TIMING, SimResult, TimingParams, finish_result, run_program
@@ -171,13 +172,14 @@ def _conv_estimate(wl, hw, k, nops: int = 4) -> float:
     sh, sw = wl.stride
     kh, kw = wl.kernel
     oh, ow = wl.out_height, wl.out_width
-    cib = -(-wl.in_channels // hw.block_in)
-    cob = -(-wl.out_channels // hw.block_out)
+    gb = conv_groups(wl, hw.block_in, hw.block_out)
+    cob = gb.out_blocks
     nb = -(-wl.batch // hw.batch)
     th, tw, tci, tco = k["tile_h"], k["tile_w"], k["tile_ci"], k["tile_co"]
     nctx = k["oc_nthread"] * k["h_nthread"]
     n_tiles = nb * (oh // th) * (ow // tw) * (cob // tco)
-    n_ci = cib // tci
+    n_ci = gb.ci_blocks // tci
+    tg = max(1, tco // gb.co_blocks)  # packed groups per tile (each loads its own input)
     in_rows = (th - 1) * sh + kh
     in_cols = (tw - 1) * sw + kw
     acc = tco * th * tw
@@ -186,7 +188,7 @@ def _conv_estimate(wl, hw, k, nops: int = 4) -> float:
     lat = tp.dram_latency_cycles(hw)
     eff = 1.0 + tp.burst_overhead / max(tp.max_burst_beats, 1)  # DMA efficiency
     beats = -(-in_cols * hw.inp_elem_bytes // bus)
-    ld_inp = tci * in_rows * (lat + beats * eff)
+    ld_inp = tg * tci * in_rows * (lat + beats * eff)
     ld_wgt = tco * (lat + tci * kh * kw * hw.wgt_elem_bytes / bus * eff)
     load = ld_inp + ld_wgt + 2 * tp.insn_overhead
     gemm = th * tw * tco * kh * kw * tci + tp.insn_overhead + tp.gemm_depth

@@ -144,7 +144,7 @@ def _conv_nest(plan):
     rows = min(plan.in_rows, plan.H)
     cols = min(plan.in_cols, plan.W)
     tiles = {
-        "inp": plan.tci * rows * cols * hw.inp_elem_bytes,
+        "inp": plan.tg * plan.tci * rows * cols * hw.inp_elem_bytes,
         "wgt": plan.tco * plan.tci * plan.KH * plan.KW * hw.wgt_elem_bytes,
         "out": plan.tco * plan.th * plan.tw * hw.out_elem_bytes,
     }
@@ -154,7 +154,10 @@ def _conv_nest(plan):
         tiles["res"] = plan.tco * plan.th * plan.tw * hw.acc_elem_bytes
     levels = [("b", plan.Nb), ("ho", plan.n_ho), ("coo", plan.n_coo), ("wo", plan.n_w),
               ("kc", plan.n_ci), ("h", min(plan.hn, plan.n_h)), ("oc", min(plan.ocn, plan.n_co))]
-    index = {"inp": {"b", "ho", "wo", "kc", "h"}, "wgt": {"coo", "kc", "oc"},
+    # a grouped conv's input tile depends on the output channels' group (taken as a new
+    # tile per output-channel tile: exact when a tile covers whole packed groups)
+    grouped = {"coo", "oc"} if plan.gb.packed > 1 else set()
+    index = {"inp": {"b", "ho", "wo", "kc", "h"} | grouped, "wgt": {"coo", "kc", "oc"},
              "out": {"b", "ho", "coo", "wo", "h", "oc"}, "bias": {"coo", "oc"},
              "res": {"b", "ho", "coo", "wo", "h", "oc"}}
     encl = {"inp": None, "wgt": None, "out": {"b", "ho", "coo", "wo", "h", "oc"},

@@ -45,8 +45,8 @@ def apply_epilogue(acc: np.ndarray, ep: Epilogue | None, bias=None, residual=Non
 
 
 def reference_conv2d(wl: Conv2DWorkload, data, weight) -> np.ndarray:
-    """int32 accumulators of conv2d (NCHW x OIHW), computed with explicit loops over the
-    kernel window and int64 sums."""
+    """int32 accumulators of conv2d (NCHW x OIHW, I = in channels per group), computed
+    with explicit loops over the kernel window and the groups, and int64 sums."""
     x = np.asarray(data, dtype=np.int64)
     w = np.asarray(weight, dtype=np.int64)
     pt, pl, pb, pr = wl.padding
@@ -55,11 +55,14 @@ def reference_conv2d(wl: Conv2DWorkload, data, weight) -> np.ndarray:
     dh, dw = wl.dilation
     OH, OW = wl.out_height, wl.out_width
     out = np.zeros((x.shape[0], w.shape[0], OH, OW), dtype=np.int64)
-    for kh in range(wl.kernel[0]):
-        for kw in range(wl.kernel[1]):
-            win = xp[:, :, kh * dh: kh * dh + (OH - 1) * sh + 1: sh,
-                     kw * dw: kw * dw + (OW - 1) * sw + 1: sw]        # N, CI, OH, OW
-            out += np.einsum("nchw,oc->nohw", win, w[:, :, kh, kw])
+    cin, cout = w.shape[1], w.shape[0] // wl.groups
+    for g in range(wl.groups):
+        xg, wg = xp[:, g * cin:(g + 1) * cin], w[g * cout:(g + 1) * cout]
+        for kh in range(wl.kernel[0]):
+            for kw in range(wl.kernel[1]):
+                win = xg[:, :, kh * dh: kh * dh + (OH - 1) * sh + 1: sh,
+                         kw * dw: kw * dw + (OW - 1) * sw + 1: sw]        # N, CI/G, OH, OW
+                out[:, g * cout:(g + 1) * cout] += np.einsum("nchw,oc->nohw", win, wg[:, :, kh, kw])
     return wrap_int32(out)
 
 

@@ -17,8 +17,9 @@ One timing model for ``dcoc tune``, ``dcoc simulate`` and ``dcoc run``:
   column: the layer's bound -- max(compute bound, memory bound),
   :func:`roofline_seconds` -- over its simulated time.
 
-Tasks VTA cannot run (device ``cpu``: the fp32 stem conv, depthwise / grouped / dilated
-convs; kind ``other``: pooling, softmax ...) are listed as CPU layers with their counts;
+Grouped and depthwise convs run on VTA as grouped conv2d (:mod:`dcoc.targets.vta.grouped`).
+Tasks VTA cannot run (device ``cpu``: the fp32 stem conv, dilated convs; kind ``other``:
+pooling, softmax ...) are listed as CPU layers with their counts;
 their time is not modelled (the VTA runtime runs them on the ARM host).
 """
 from __future__ import annotations
@@ -34,6 +35,7 @@ from dcoc.targets.vta.hardware import HWConfig
 from dcoc.targets.vta.layer import default_knobs, simulate
 from dcoc.targets.vta.simulator import TimingParams
 from dcoc.targets.vta.workloads import Conv2DWorkload, Epilogue, workload_from_task
+from dcoc.tasks import cpu_reason
 
 __all__ = ["LayerReport", "ModelReport", "ModelLayer", "simulate_model", "model_layers",
            "model_seconds", "layer_epilogue", "layer_table", "roofline_seconds",
@@ -136,7 +138,7 @@ def roofline_seconds(wl, hw: HWConfig, epilogue: Epilogue | None = MODEL_EPILOGU
     compute = compute_seconds(wl.macs, hw.macs_per_cycle, hw.freq_mhz)
     if isinstance(wl, Conv2DWorkload):
         n_in = wl.batch * wl.in_channels * wl.height * wl.width
-        n_w = wl.out_channels * wl.in_channels * wl.kernel[0] * wl.kernel[1]
+        n_w = math.prod(wl.weight_shape)
         n_out = wl.batch * wl.out_channels * wl.out_height * wl.out_width
         co = wl.out_channels
     else:
@@ -332,16 +334,6 @@ def _table(headers, rows, right=None) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])
 
 
-def _cpu_reason(t, reason) -> str:
-    if reason:
-        return reason
-    kind = getattr(t, "kind", "other")
-    if kind == "conv2d":
-        return "kept in fp32 on the CPU (first conv)"
-    if kind in ("depthwise_conv2d", "grouped_conv2d"):
-        return "grouped/depthwise conv: no VTA schedule"
-    return "host op"
-
 
 def layer_report(ml: ModelLayer, hw: HWConfig, knobs: dict | None, *,
                  timing: TimingParams | None = None) -> LayerReport:
@@ -391,7 +383,7 @@ def simulate_model(tasks: Iterable, hw: HWConfig, knobs: Mapping[str, dict] | No
     layers, cpu = model_layers(tasks)
     for t, reason in cpu:
         rep.cpu_layers.append(CpuLayer(t.name, getattr(t, "kind", "other"),
-                                       int(getattr(t, "weight", 1) or 1), _cpu_reason(t, reason)))
+                                       int(getattr(t, "weight", 1) or 1), reason or cpu_reason(t)))
     for ml in layers:
         k = knobs.get(ml.name, knobs.get(ml.task.name))
         rep.layers.append(layer_report(ml, hw, k, timing=timing))

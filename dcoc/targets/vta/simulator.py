@@ -90,6 +90,10 @@ class TimingParams:
     #: address/data can go out before the previous write response returns), so a row does
     #: not pay the read round trip.  Fitted on the calibration rows.
     write_latency_ns: float = 0.0
+    #: STORE: time the store module waits per stored output vector for its write
+    #: response (non-posted single-vector writes; the DRAM port is free meanwhile).
+    #: 0: posted bursts.  A property of the measurement setup (see calibrate_vta).
+    write_response_ns: float = 0.0
     #: cycles to dequeue, decode and check dependencies of one instruction (all modules).
     insn_overhead: int = 8
     #: GEMM micro-ops per cycle: II = 1 (``READ_GEMM_UOP`` pipeline, vta.cc / hardware.rst).
@@ -199,6 +203,8 @@ def _mem_cycles(insn, hw: HWConfig, tp: TimingParams, lat):
     pre = ovh + insn.y_pad_0 * width * pc
     hold = ys_eff * row
     post = insn.y_pad_1 * width * pc
+    if insn.opcode == OP_STORE and tp.write_response_ns > 0:
+        post += int(math.ceil(xs_eff * ys_eff * tp.write_response_ns * hw.freq_mhz / 1000.0))
     if ys_eff == 0:  # padding-only load: no DRAM traffic
         post += ys * width * pc
     return pre, hold, post

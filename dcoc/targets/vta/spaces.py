@@ -48,17 +48,26 @@ def make_hw(values: dict, board) -> "object":
     return board.realize(hw) if hasattr(board, "realize") else hw
 
 
-def hw_space(board="pynq", ranges: dict | None = None) -> Space:
-    """Hardware knobs constrained to configs that are valid and fit ``board``."""
+def hw_space(board="pynq", ranges: dict | None = None, extended: bool = False) -> Space:
+    """Hardware knobs constrained to configs that are valid and fit ``board``, and -- unless
+    ``extended`` -- that stock tvm-vta's config flow builds (square cores, the standard
+    instruction layout: :mod:`dcoc.targets.vta.buildflow`)."""
+    from dcoc.targets.vta import buildflow
+
     bd = BOARDS[board] if isinstance(board, str) else board
     ranges = ranges or HW_RANGES
-    return hardware_space({k: ranges[k] for k in HW_KNOBS},
-                          lambda cfg: bd.violations(make_hw(cfg, bd)), bd, f"hw[{bd.name}]")
+
+    def violations(cfg):
+        hw = make_hw(cfg, bd)
+        return bd.violations(hw) + ([] if extended else buildflow.problems(hw))
+
+    return hardware_space({k: ranges[k] for k in HW_KNOBS}, violations, bd,
+                          f"hw[{bd.name}]" + ("+extended" if extended else ""))
 
 
-def feasible_hw(board="pynq", ranges: dict | None = None) -> list:
+def feasible_hw(board="pynq", ranges: dict | None = None, extended: bool = False) -> list:
     """Every hardware config of :func:`hw_space` that fits the board."""
-    s = hw_space(board, ranges)
+    s = hw_space(board, ranges, extended)
     bd = BOARDS[board] if isinstance(board, str) else board
     return [make_hw(c, bd) for c in s if s.is_valid(c)]
 

@@ -24,13 +24,26 @@ class VTATarget(Target):
     fit_knobs = ("log_uop_buff", "log_inp_buff", "log_wgt_buff", "log_acc_buff")
     slots = SLOTS
     shrink_order = ("tile_h", "tile_co", "tile_w", "tile_b", "tile_ci")
+    #: conv2d with any groups (depthwise included), dense, batch_matmul
+    task_kinds = ("conv2d", "depthwise_conv2d", "grouped_conv2d", "dense", "batch_matmul")
 
-    def __init__(self):
+    def __init__(self, extended_cores: bool = False):
         from dcoc.targets.vta import BOARDS
         from dcoc.targets.vta.spaces import HW_KNOBS
 
         self.boards = BOARDS
         self.hw_knobs = HW_KNOBS
+        #: also search cores stock tvm-vta cannot build (non-square, relaxed encoding)
+        self.extended_cores = bool(extended_cores)
+        self.options = {"extended_cores": True} if extended_cores else {}
+
+    def with_options(self, **options):
+        """This target with ``extended_cores=True``: the hardware space also holds the
+        cores stock tvm-vta cannot build (:mod:`dcoc.targets.vta.buildflow`)."""
+        unknown = set(options) - {"extended_cores"}
+        if unknown:
+            raise ConfigError(f"the vta target has no option {sorted(unknown)[0]!r}")
+        return type(self)(**options)
 
     # ---------------------------------------------------------------- hardware
     def board(self, name):
@@ -43,7 +56,7 @@ class VTATarget(Target):
     def hw_space(self, board, ranges=None):
         from dcoc.targets.vta.spaces import hw_space
 
-        return hw_space(self.board(board), ranges)
+        return hw_space(self.board(board), ranges, self.extended_cores)
 
     def make_hw(self, values, board):
         from dcoc.targets.vta.spaces import make_hw
@@ -125,13 +138,14 @@ class VTATarget(Target):
                 "bram36_per_buffer": hw.bram36()}
 
     def build_notes(self, hw, board):
-        square = hw.block_in == hw.block_out
-        return ["To build the accelerator, copy `vta_config.json` over tvm-vta's "
-                "`config/vta_config.json` (TARGET is the board; VTA's `pkg_config.py` sets the "
-                "clock and bus per TARGET)." + ("" if square else
-                "  The core is not square (BLOCK_IN != BLOCK_OUT), so the file uses the older "
-                "`LOG_BLOCK_IN`/`LOG_BLOCK_OUT` keys: current tvm-vta, whose hardware has one "
-                "`LOG_BLOCK`, cannot build it as is."), ""]
+        from dcoc.targets.vta.buildflow import build_notes
+
+        return build_notes(hw, self.board(board).name)
+
+    def hw_notes(self, hw, board):
+        from dcoc.targets.vta.buildflow import hw_notes
+
+        return hw_notes(hw, self.board(board).name)
 
     def describe_hw(self, hw, board):
         r = self.resources(hw, board)
@@ -152,6 +166,18 @@ class VTATarget(Target):
         for t in getattr(tasks, "cpu_ops", []) or []:
             cpu.append((t.name, t.kind, int(t.weight)))
         return layers, cpu
+
+    def cpu_reason(self, task):
+        """A VTA task whose workload VTA cannot run: why; else the frontend's reason."""
+        from dcoc.errors import WorkloadError
+        from dcoc.targets.vta import workload_from_task
+
+        if getattr(task, "device", None) == "vta":
+            try:
+                workload_from_task(task)
+            except WorkloadError as exc:
+                return str(exc)
+        return super().cpu_reason(task)
 
     def workload(self, spec):
         from dcoc.targets.vta import Conv2DWorkload, DenseWorkload, workload_from_task
@@ -215,16 +241,20 @@ class VTATarget(Target):
 
     def bound_seconds(self, layer, hw):
         """GEMM micro-ops of the padded work (batch, input and output channels rounded up
-        to BATCH, BLOCK_IN, BLOCK_OUT), one per cycle."""
+        to BATCH, BLOCK_IN, BLOCK_OUT; a grouped conv: an output block's packed group's
+        input blocks), one per cycle."""
+        from dcoc.targets.vta.grouped import conv_groups
         from dcoc.targets.vta.workloads import _ceil
 
         wl = layer.workload
         if layer.kind == "dense":
             n, ci, co, rest = wl.batch, wl.in_features, wl.out_features, 1
+            blocks = _ceil(ci, hw.block_in) * _ceil(co, hw.block_out)
         else:
-            n, ci, co = wl.batch, wl.in_channels, wl.out_channels
+            n, gb = wl.batch, conv_groups(wl, hw.block_in, hw.block_out)
             rest = wl.out_height * wl.out_width * wl.kernel[0] * wl.kernel[1]
-        uops = _ceil(n, hw.batch) * _ceil(ci, hw.block_in) * _ceil(co, hw.block_out) * rest
+            blocks = gb.ci_blocks * gb.out_blocks
+        uops = _ceil(n, hw.batch) * blocks * rest
         return uops / (hw.freq_mhz * 1e6)
 
     def memory_seconds(self, layer, hw):
@@ -318,7 +348,8 @@ def parse_workload(spec: str):
     raise DcocError(f"bad workload '{spec}': expected C2..C11, conv:H,W,CI,CO,K,S,P or dense:N,K,M")
 
 
-_CONV = re.compile(r"conv2d_(\d+)x(\d+)_(\d+)x(\d+)_k(\d+)(?:x(\d+))?s(\d+)(?:x(\d+))?(?:_b(\d+))?")
+_CONV = re.compile(r"conv2d_(\d+)x(\d+)_(\d+)x(\d+)_k(\d+)(?:x(\d+))?s(\d+)(?:x(\d+))?(?:_g(\d+))?"
+                   r"(?:_b(\d+))?")
 _DENSE = re.compile(r"dense_m(\d+)_n(\d+)_k(\d+)")
 
 
@@ -343,7 +374,8 @@ def layer_from_record(r: dict, tg):
         kw = int(m[6] or kh)
         sh = int(m[7])
         sw = int(m[8] or sh)
-        b = int(m[9] or 1)
+        g = int(m[9] or 1)
+        b = int(m[10] or 1)
         info = r.get("info") or {}
         macs = None
         if r.get("valid") and info.get("gops") and r.get("cost"):
@@ -352,7 +384,8 @@ def layer_from_record(r: dict, tg):
         for p in sorted(range(max(kh, kw) + 1), key=lambda p: abs(p - kh // 2)):
             try:
                 cands.append(Conv2DWorkload(batch=b, height=h, width=w, in_channels=ci, out_channels=co,
-                                                kernel=(kh, kw), stride=(sh, sw), padding=(p, p)))
+                                            kernel=(kh, kw), stride=(sh, sw), padding=(p, p),
+                                            groups=g))
             except DcocError:
                 continue
         if macs is not None:

@@ -4,8 +4,10 @@ Knob meaning (the TOPI-VTA templates ``conv2d_packed.vta`` / ``dense_packed.vta`
 split knob is the *inner* factor of AutoTVM's 2-way ``factors`` split, vta-reference §4):
 
 * conv2d: ``tile_h`` / ``tile_w`` output rows / columns per tile (divide OH / OW),
-  ``tile_ci`` input-channel blocks per load (divides ceil(CI / BLOCK_IN)), ``tile_co``
-  output-channel blocks per tile (divides ceil(CO / BLOCK_OUT)), ``oc_nthread`` and
+  ``tile_ci`` input-channel blocks per load (divides ceil(CI / BLOCK_IN); grouped: the
+  input blocks of one packed group, :mod:`dcoc.targets.vta.grouped`), ``tile_co``
+  output-channel blocks per tile (divides ceil(CO / BLOCK_OUT); grouped: a tile lies in
+  one packed group or covers whole ones), ``oc_nthread`` and
   ``h_nthread`` in {1, 2} (virtual threads; on-chip buffers are replicated per thread).
   ``tile_b`` is defined by the template but never applied; it is not part of the space
   (a ``tile_b`` knob equal to a divisor of the batch blocks is accepted and ignored).
@@ -23,11 +25,14 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from dcoc.errors import WorkloadError
+from dcoc.targets.vta.grouped import conv_groups
 
-__all__ = ["Conv2DWorkload", "DenseWorkload", "Epilogue", "DEFAULT_EPILOGUE", "conv2d_space",
+__all__ = ["CONV_KINDS", "Conv2DWorkload", "DenseWorkload", "Epilogue", "DEFAULT_EPILOGUE", "conv2d_space",
            "dense_space", "space_for", "space_size", "divisors", "CONV_KNOBS", "DENSE_KNOBS",
            "workload_from_task", "check_knobs"]
 
+#: the task kinds VTA runs as a (grouped) conv2d
+CONV_KINDS = ("conv2d", "depthwise_conv2d", "grouped_conv2d")
 CONV_KNOBS = ("tile_h", "tile_w", "tile_ci", "tile_co", "oc_nthread", "h_nthread")
 DENSE_KNOBS = ("tile_b", "tile_ci", "tile_co", "oc_nthread")
 
@@ -133,10 +138,13 @@ DEFAULT_EPILOGUE = Epilogue()
 # ----------------------------------------------------------------------------- conv2d
 @dataclass(frozen=True)
 class Conv2DWorkload:
-    """A 2-D convolution, NCHW data and OIHW weights (groups = 1).
+    """A 2-D convolution, NCHW data and OIHW weights (O = out channels, I = in channels
+    per group).
 
     ``kernel``, ``stride``, ``dilation``: int or (h, w).  ``padding``: int, (ph, pw)
-    (symmetric) or (top, left, bottom, right); always stored as the 4-tuple.
+    (symmetric) or (top, left, bottom, right); always stored as the 4-tuple.  ``groups``
+    divides both channel counts (``groups == in_channels``: depthwise); VTA runs it as
+    :mod:`dcoc.targets.vta.grouped` describes.
     """
 
     batch: int
@@ -148,10 +156,14 @@ class Conv2DWorkload:
     stride: Any = (1, 1)
     padding: Any = (0, 0)
     dilation: Any = (1, 1)
+    groups: int = 1
 
     def __post_init__(self):
-        for n in ("batch", "height", "width", "in_channels", "out_channels"):
+        for n in ("batch", "height", "width", "in_channels", "out_channels", "groups"):
             object.__setattr__(self, n, _posint(getattr(self, n), n))
+        if self.in_channels % self.groups or self.out_channels % self.groups:
+            raise WorkloadError(f"groups={self.groups} must divide in_channels="
+                                f"{self.in_channels} and out_channels={self.out_channels}")
         k = _pair(self.kernel, "kernel")
         s = _pair(self.stride, "stride")
         d = _pair(self.dilation, "dilation")
@@ -211,7 +223,7 @@ class Conv2DWorkload:
     @property
     def macs(self) -> int:
         return (self.batch * self.out_channels * self.out_height * self.out_width
-                * self.in_channels * self.kernel[0] * self.kernel[1])
+                * (self.in_channels // self.groups) * self.kernel[0] * self.kernel[1])
 
     @property
     def flops(self) -> int:
@@ -223,7 +235,7 @@ class Conv2DWorkload:
 
     @property
     def weight_shape(self) -> tuple[int, int, int, int]:
-        return (self.out_channels, self.in_channels, self.kernel[0], self.kernel[1])
+        return (self.out_channels, self.in_channels // self.groups, self.kernel[0], self.kernel[1])
 
     @property
     def output_shape(self) -> tuple[int, int, int, int]:
@@ -234,25 +246,26 @@ class Conv2DWorkload:
         k = self.kernel[0] if self.kernel[0] == self.kernel[1] else f"{self.kernel[0]}x{self.kernel[1]}"
         s = self.stride[0] if self.stride[0] == self.stride[1] else f"{self.stride[0]}x{self.stride[1]}"
         return (f"conv2d_{self.height}x{self.width}_{self.in_channels}x{self.out_channels}"
-                f"_k{k}s{s}" + (f"_b{self.batch}" if self.batch != 1 else ""))
+                f"_k{k}s{s}" + (f"_g{self.groups}" if self.groups != 1 else "")
+                + (f"_b{self.batch}" if self.batch != 1 else ""))
 
     @classmethod
     def from_task(cls, task) -> "Conv2DWorkload":
-        """Build from a :class:`dcoc.tasks.Task` of kind ``conv2d`` (groups must be 1)."""
+        """Build from a :class:`dcoc.tasks.Task` of a conv kind (conv2d, depthwise_conv2d,
+        grouped_conv2d)."""
         wl = getattr(task, "workload", task)
         kind = getattr(task, "kind", "conv2d")
-        if kind != "conv2d":
+        if kind not in CONV_KINDS:
             raise WorkloadError(f"task {getattr(task, 'name', '?')!r} is {kind}, not conv2d")
         try:
-            if int(wl.get("groups", 1)) != 1:
-                raise WorkloadError(f"grouped conv (groups={wl['groups']}) is not supported on VTA")
             return cls(batch=int(wl["batch"]), height=int(wl["height"]), width=int(wl["width"]),
                        in_channels=int(wl["in_channels"]), out_channels=int(wl["out_channels"]),
                        kernel=(int(wl["kernel_h"]), int(wl["kernel_w"])),
                        stride=(int(wl["stride_h"]), int(wl["stride_w"])),
                        padding=(int(wl.get("pad_top", 0)), int(wl.get("pad_left", 0)),
                                 int(wl.get("pad_bottom", 0)), int(wl.get("pad_right", 0))),
-                       dilation=(int(wl.get("dilation_h", 1)), int(wl.get("dilation_w", 1))))
+                       dilation=(int(wl.get("dilation_h", 1)), int(wl.get("dilation_w", 1))),
+                       groups=int(wl.get("groups", 1)))
         except KeyError as exc:
             raise WorkloadError(f"conv2d task workload lacks {exc.args[0]!r}") from None
 
@@ -317,11 +330,12 @@ class DenseWorkload:
 
 
 def workload_from_task(task) -> tuple["Conv2DWorkload | DenseWorkload", int]:
-    """``(workload, repeats)`` for a VTA-runnable task: conv2d -> (Conv2DWorkload, 1);
+    """``(workload, repeats)`` for a VTA-runnable task: conv2d, depthwise_conv2d and
+    grouped_conv2d -> (Conv2DWorkload, 1);
     dense -> (DenseWorkload, 1); batch_matmul -> (DenseWorkload of one matmul, batch).
     Other kinds raise :class:`WorkloadError`."""
     kind = getattr(task, "kind", None)
-    if kind == "conv2d":
+    if kind in CONV_KINDS:
         return Conv2DWorkload.from_task(task), 1
     if kind == "dense":
         return DenseWorkload.from_task(task), 1
@@ -346,13 +360,17 @@ def _check_space_args(wl, hw, kind) -> None:
 
 def conv2d_space(wl: Conv2DWorkload, hw) -> dict[str, list[int]]:
     """Every conv2d knob's ordered choices: ``tile_h``, ``tile_w``, ``tile_ci``, ``tile_co``,
-    ``oc_nthread``, ``h_nthread`` (ResNet-18 C2 on 1x16x16: 8*8*3*3*2*2 = 2304 points)."""
+    ``oc_nthread``, ``h_nthread`` (ResNet-18 C2 on 1x16x16: 8*8*3*3*2*2 = 2304 points).
+    Grouped: ``tile_ci`` divides a packed group's input blocks, ``tile_co`` divides the
+    output blocks and divides or is a multiple of a packed group's output blocks."""
     _check_space_args(wl, hw, Conv2DWorkload)
+    gb = conv_groups(wl, hw.block_in, hw.block_out)
+    cpg = gb.co_blocks
     return {
         "tile_h": divisors(wl.out_height),
         "tile_w": divisors(wl.out_width),
-        "tile_ci": divisors(_ceil(wl.in_channels, hw.block_in)),
-        "tile_co": divisors(_ceil(wl.out_channels, hw.block_out)),
+        "tile_ci": divisors(gb.ci_blocks),
+        "tile_co": [t for t in divisors(gb.out_blocks) if cpg % t == 0 or t % cpg == 0],
         "oc_nthread": [1, 2],
         "h_nthread": [1, 2],
     }
