@@ -113,7 +113,8 @@ def test_front_spans_the_hardware_space_measured_and_estimated(pareto_run):
     rows = read_records(os.path.join(wd, "records.jsonl"))
     tg = get_target("vta")
     for p in front:
-        assert set(p) == {"hardware", "latency_ms", "throughput", "resources", "schedules", "source"}
+        assert set(p) == {"hardware", "latency_ms", "throughput", "resources", "schedules", "source",
+                          "buildable", "latency_basis"}
         hw = HWConfig.parse(p["hardware"]["name"], board="pynq")
         assert bd.fits(hw)
         u = bd.usage(hw)

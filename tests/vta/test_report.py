@@ -135,7 +135,7 @@ def test_cli_simulate_hw_json_and_knobs(fake_frontend, capsys, tmp_path):
     (["--board", "arty"], "unknown board"),
     (["--hardware", "nonsense"], "cannot parse HW config"),
     (["--hardware", "1x32x32_i8w8a32_15_15_18_17"], "does not fit pynq"),
-    (["--knobs", "/nonexistent.json"], "cannot read --knobs"),
+    (["--knobs", "/nonexistent.json"], "--knobs file /nonexistent.json does not exist"),
 ])
 def test_cli_simulate_errors(fake_frontend, capsys, argv, msg):
     rc = cli.main(["simulate", "resnet18"] + argv)
