@@ -103,11 +103,10 @@ def provenance(hw, board: str) -> dict:
     mean = sum(c.fit_rows * c.fit_mean_pct for c in cs) / n
     other = [c for c in CAMPAIGNS if c.bitstream == name and c.setup]
     camps = ", ".join(c.name for c in cs)
-    basis = (f"calibrated: {n} measured layers of this bitstream on a PYNQ-Z1, mean |error| "
-             f"{mean:.1f}% (TopHub {camps} campaign{'s' if len(cs) > 1 else ''})")
+    basis = (f"calibrated on {n} measured layers of this bitstream (PYNQ-Z1, TopHub {camps}), "
+             f"mean |error| {mean:.1f}%")
     if other:
-        basis += ("; its " + ", ".join(c.name for c in other) + " campaign ran slower "
-                  "(non-posted output writes, scripts/calibrate_vta.py)")
+        basis += "; " + ", ".join(c.name for c in other) + " ran slower (non-posted writes)"
     return {"status": "calibrated", "rows": n, "mean_error_pct": round(mean, 1), "basis": basis}
 
 
