@@ -59,6 +59,28 @@ def _holder(fd: int) -> str:
     return text if text.isdigit() else ""
 
 
+def _who(fd) -> str:
+    """The holder of the lock file ``fd``, as the busy messages name it."""
+    pid = _holder(fd)
+    return f"dcoc process PID {pid}" if pid else "another dcoc process"
+
+
+def _flock(fd, mode, busy, wait: bool, until: str = "it") -> None:
+    """``flock(fd, mode)``; when another process holds it: :class:`WorkDirBusy` with
+    ``busy()`` (the phrase naming the holder), or, with ``wait``, a note on stderr and a
+    blocking wait."""
+    import fcntl
+
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        what = busy()
+        if not wait:
+            raise WorkDirBusy(f"{what}; wait for {until} to finish, or rerun with --wait") from None
+        print(f"dcoc: {what}; waiting for {until} to finish", file=sys.stderr, flush=True)
+        fcntl.flock(fd, mode)
+
+
 @contextlib.contextmanager
 def lock_file(path: str, what: str, wait: bool = False):
     """Hold an exclusive ``flock`` on ``path`` (created if missing) for the ``with`` block.
@@ -87,16 +109,7 @@ def lock_file(path: str, what: str, wait: bool = False):
         raise DcocError(f"cannot create the lock file {path}: {exc.strerror or exc}") from None
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _holder(fd)
-            who = f"dcoc process PID {pid}" if pid else "another dcoc process"
-            if not wait:
-                raise WorkDirBusy(f"{what} is in use by {who}; wait for it to finish, or rerun "
-                                  "with --wait") from None
-            print(f"dcoc: {what} is in use by {who}; waiting for it to finish", file=sys.stderr,
-                  flush=True)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            _flock(fd, fcntl.LOCK_EX, lambda: f"{what} is in use by {_who(fd)}", wait)
         except OSError as exc:
             raise DcocError(f"cannot lock {path}: {exc.strerror or exc}") from None
         try:
@@ -165,17 +178,8 @@ def reading_work_dir(work_dir: str, wait: bool = False):
         yield work_dir
         return
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _holder(fd)
-            who = f"dcoc process PID {pid}" if pid else "another dcoc process"
-            what = f"work dir {work_dir} is being written by {who}"
-            if not wait:
-                raise WorkDirBusy(f"{what}; wait for its run to finish, or rerun with "
-                                  "--wait") from None
-            print(f"dcoc: {what}; waiting for its run to finish", file=sys.stderr, flush=True)
-            fcntl.flock(fd, fcntl.LOCK_SH)
+        _flock(fd, fcntl.LOCK_SH, lambda: f"work dir {work_dir} is being written by {_who(fd)}",
+               wait, until="its run")
         yield work_dir
     finally:
         os.close(fd)
@@ -213,16 +217,8 @@ def _lock_inode(path: str, what: str, wait: bool):
         if mine or not stat.S_ISREG(st.st_mode):
             yield path
             return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            who = "another dcoc process (through another name of the same file: a hard link)"
-            if not wait:
-                raise WorkDirBusy(f"{what} is in use by {who}; wait for it to finish, or rerun "
-                                  "with --wait") from None
-            print(f"dcoc: {what} is in use by {who}; waiting for it to finish", file=sys.stderr,
-                  flush=True)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        _flock(fd, fcntl.LOCK_EX, lambda: f"{what} is in use by another dcoc process (through "
+               "another name of the same file: a hard link)", wait)
         with _held_lock:
             _held[key] = [fd, 1]
         try:

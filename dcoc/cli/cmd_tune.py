@@ -186,6 +186,11 @@ def run(args) -> int:
         plot_run_dir(res.work_dir)
     except Exception as exc:  # noqa: BLE001 - a plot must never lose a result
         print(f"dcoc: plot skipped: {' '.join(str(exc).split())}", file=sys.stderr)
+    return _export_and_json(res, args, out)
+
+
+def _export_and_json(res, args, out) -> int:
+    """``--export`` and ``--json`` of a finished result (one model or a mix)."""
     if getattr(args, "export", None):
         meta = res.export(args.export)
         out.print(f"exported   {meta['path']} ({', '.join(meta['files'])})")
@@ -205,16 +210,7 @@ def _report_mix(res, args, out) -> int:
         text += "\n" + pareto_summary(res.pareto, res.board, (res.extra or {}).get("pareto"))
         text += "\n  (ms: the weighted sum of the models' accelerator latencies)"
     out.print(text)
-    if getattr(args, "export", None):
-        meta = res.export(args.export)
-        out.print(f"exported   {meta['path']} ({', '.join(meta['files'])})")
-    if out.json_path is not None:
-        from dcoc.results.result import _json_default
-
-        out.emit_json(res.to_json(), default=_json_default)
-        if not out.json_to_stdout:
-            out.print(f"result written to {out.json_path}")
-    return 0
+    return _export_and_json(res, args, out)
 
 
 def pareto_summary(front, board, stats: dict | None = None, rows: int = 12) -> str:

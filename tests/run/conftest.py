@@ -6,8 +6,8 @@ import os
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
+from run_util import classifier
 
 os.environ.setdefault("DCOC_QUIET", "1")
 
@@ -49,12 +49,7 @@ def tiny_cnn(seed: int = 0) -> onnx.ModelProto:
     ]
     inits += [numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
               numpy_helper.from_array(np.array(6.0, np.float32), "hi")]
-    g = helper.make_graph(nodes, "tiny_cnn", [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 16, 16])],
-                          [helper.make_tensor_value_info("y", TP.FLOAT, [1, 10])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
+    return classifier(nodes, inits, "tiny_cnn", (1, 3, 16, 16))
 
 
 @pytest.fixture(scope="session")

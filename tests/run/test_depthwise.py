@@ -8,8 +8,8 @@ import warnings
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
+from run_util import classifier
 
 import dcoc
 
@@ -44,13 +44,7 @@ def mini_mobilenet(seed: int = 0) -> onnx.ModelProto:
         n("Flatten", ["p"], ["f"]),
         n("Gemm", ["f", "wf", "bf"], ["y"], transB=1),
     ]
-    g = helper.make_graph(nodes, "mini_mobilenet",
-                          [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 32, 32])],
-                          [helper.make_tensor_value_info("y", TP.FLOAT, [1, 10])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
+    return classifier(nodes, inits, "mini_mobilenet", (1, 3, 32, 32))
 
 
 @pytest.fixture(scope="module")
