@@ -318,16 +318,16 @@ def fit(grid=None, timing=None) -> tuple[dict, dict, list]:
     base = timing or TimingParams(l2_start="warm")
     fit_rows = [r for r in ROWS if split_of(r[1]) == "fit"]
     names = list(grid)
+    plain = [r for r in fit_rows if r[2] not in SETUP_GRID]
+    by_camp = {camp: [r for r in fit_rows if r[2] == camp] for camp in SETUP_GRID}
     scored = []
     for vals in itertools.product(*grid.values()):
         tp = base.with_(**dict(zip(names, vals)))
-        plain = [r for r in fit_rows if r[2] not in SETUP_GRID]
         sq = [r["error_pct"] ** 2 for r in run(tp, plain, setups={})]
         setups = {}
         for camp, g in SETUP_GRID.items():
             (k, choices), = g.items()
-            rs = [r for r in fit_rows if r[2] == camp]
-            best = min(((sum(r["error_pct"] ** 2 for r in run(tp, rs, {camp: {k: v}})), v)
+            best = min(((sum(r["error_pct"] ** 2 for r in run(tp, by_camp[camp], {camp: {k: v}})), v)
                         for v in choices))
             sq.append(best[0])
             setups[camp] = {k: best[1]}

@@ -135,6 +135,7 @@ def _result(tg, bd, session, driver, layers, tasks, cpu, *, tuner, seed, model, 
 
     latency = model_seconds((layer.count, session.best[(best_hw, li)][0])
                             for li, layer in enumerate(layers))
+    notes = tg.hw_notes(hw, bd)  # buildable? what its latencies rest on
     return TuneResult(
         target=tg.name, tuner=tuner, seed=seed, latency_ms=latency * 1e3,
         baseline_latency_ms=baseline * 1e3, trials=session.trials, hardware=hw,
@@ -149,7 +150,7 @@ def _result(tg, bd, session, driver, layers, tasks, cpu, *, tuner, seed, model, 
                "search": _describe_run(driver, session),
                "resources": tg.resources(hw, bd),
                **({"target_options": dict(tg.options)} if tg.options else {}),
-               **({"hw_notes": tg.hw_notes(hw, bd)} if tg.hw_notes(hw, bd) else {})},
+               **({"hw_notes": notes} if notes else {})},
         input_shapes={k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
         if input_shapes else None,
         model_path=model_path,

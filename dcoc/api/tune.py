@@ -45,11 +45,12 @@ def _slug(text: str) -> str:
 
 
 def default_work_dir(model, target: str, board: str | None, tuner: str, seed: int,
-                     hardware: str | None = None, input_shapes: dict | None = None) -> str:
-    """``dcoc_runs/<model>[_in-<shapes>]_<target>[_<board>][_hw-<hardware>]_<tuner>_s<seed>``:
+                     hardware: str | None = None, input_shapes: dict | None = None,
+                     options: dict | None = None) -> str:
+    """``dcoc_runs/<model>[_in-<shapes>]_<target>[_<board>][_<option>...][_hw-<hardware>]_<tuner>_s<seed>``:
     rerunning the same command finds the same directory and resumes; a software-only run on
-    fixed ``hardware`` (its name) and a run at other ``input_shapes`` get their own
-    directories."""
+    fixed ``hardware`` (its name), a run with target ``options`` (e.g. VTA's
+    ``extended_cores``) and a run at other ``input_shapes`` get their own directories."""
     name = os.path.splitext(os.path.basename(str(model)))[0] if not hasattr(model, "graph") else "model"
     parts = [_slug(name)]
     if input_shapes:
@@ -58,6 +59,7 @@ def default_work_dir(model, target: str, board: str | None, tuner: str, seed: in
     parts.append(_slug(target))
     if board:
         parts.append(board)
+    parts += [_slug(k.replace("_", "-")) for k, v in sorted((options or {}).items()) if v]
     if hardware:
         parts.append("hw-" + _slug(hardware))
     parts.append(_slug(tuner))
@@ -254,11 +256,9 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
     label = type(model).__name__ if module else (getattr(model, "name", None) or model)
     if work_dir is None:
         hw_name = tg.parse_hw(hardware, bd.name).name if accelerator and hardware is not None else None
-        if extended_cores and hw_name is None:
-            hw_name = "extended"
         work_dir = default_work_dir(label, tg.name if accelerator else _target_label(target),
                                     (board or tg.default_board) if accelerator else None, tuner,
-                                    seed, hw_name, input_shapes)
+                                    seed, hw_name, input_shapes, tg.options if accelerator else None)
     with _work_dir_lock(work_dir, wait):  # one run at a time per work dir (wait=True: queue up)
         if module:  # to an ONNX file in the work dir: the model every later step loads
             from tvm_plugin.frontend.pytorch import module_to_onnx
@@ -308,9 +308,8 @@ def _tune_mix(models: list, *, target, board, trials, tuner, seed, work_dir, res
     names = model_names(models)
     if work_dir is None:
         hw_name = tg.parse_hw(hardware, bd.name).name if hardware is not None else None
-        if extended_cores and hw_name is None:
-            hw_name = "extended"
-        work_dir = default_work_dir("mix-" + "+".join(names), tg.name, bd.name, tuner, seed, hw_name)
+        work_dir = default_work_dir("mix-" + "+".join(names), tg.name, bd.name, tuner, seed, hw_name,
+                                    options=tg.options)
     with _work_dir_lock(work_dir, wait):
         return tune_mix(tg, bd, models, weights=weights, objective=objective, singles=bool(singles),
                         trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir, resume=resume,

@@ -88,8 +88,7 @@ def provenance(hw, board: str) -> dict:
     and the exact bitstream TopHub measured, at its clock; the default (posted-write)
     campaigns of that bitstream give the rows.  Estimated: every other core or board.
     """
-    name = f"{hw.batch}x{hw.block_in}x{hw.block_out}_i8w8a32_{hw.log_uop_buff}_" \
-           f"{hw.log_inp_buff}_{hw.log_wgt_buff}_{hw.log_acc_buff}"
+    name = hw.bitstream
     if board != "pynq":
         return {"status": "estimated", "rows": 0, "mean_error_pct": None,
                 "basis": f"no measured rows for {board} (every measured row is a PYNQ-Z1 at "
