@@ -131,7 +131,8 @@ def check_tune(*, target, tuner, trials, seed, board, work_dir, input_shapes, n_
     """The checks of :func:`dcoc.api.tune` that need no model: whether ``target`` is an
     accelerator."""
     check_types(board=board, work_dir=work_dir, input_shapes=input_shapes)
-    check_int("trials", trials, 1, MAX_TRIALS)
+    if trials is not None:  # None: the default (or, with a time budget on llvm/cuda, no limit)
+        check_int("trials", trials, 1, MAX_TRIALS)
     check_int("seed", seed, 0)
     check_workers(n_workers)
     from dcoc.targets import is_accelerator

@@ -9,7 +9,7 @@ from dcoc.errors import DcocError
 from dcoc.results.result import TuneResult
 
 
-def _tune_cpu(model, target, *, trials: int, tuner, seed: int, work_dir: str, resume: bool,
+def _tune_cpu(model, target, *, trials: int | None, tuner, seed: int, work_dir: str, resume: bool,
               input_shapes, progress, model_path, runner, verbose: bool, flush_cache: bool,
               time_budget, baseline, options) -> TuneResult:
     """Tune ``model`` for ``target`` into ``work_dir`` (already locked)."""
@@ -20,7 +20,7 @@ def _tune_cpu(model, target, *, trials: int, tuner, seed: int, work_dir: str, re
     if not resume and os.path.exists(os.path.join(work_dir, "database_tuning_record.json")):
         raise DcocError(f"resume=False: {work_dir} already holds a MetaSchedule database, "
                         "which llvm/cuda tuning always reuses; choose a new work_dir")
-    settings = {"trials": int(trials), "tuner": tuner, "seed": seed, "progress": progress,
+    settings = {"trials": None if trials is None else int(trials), "tuner": tuner, "seed": seed, "progress": progress,
                 "runner": runner, "verbose": verbose, "flush_cache": flush_cache,
                 "time_budget": time_budget}
     if baseline is not None:

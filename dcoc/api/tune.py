@@ -28,6 +28,9 @@ from dcoc.results.result import TaskResult, TuneResult
 from dcoc.targets import DEFAULT_TARGET
 from dcoc.tuners import DEFAULT as DEFAULT_TUNER
 
+#: the trials of a run that names none (llvm/cuda with a time budget: no limit)
+DEFAULT_TRIALS = 2000
+
 __all__ = ["tune", "tune_task", "TuneResult", "TaskResult", "default_work_dir"]
 
 
@@ -150,7 +153,7 @@ def _tune_one_task(task, tg, hw, tuner, trials, seed, records, measurer, n_worke
 
 # ----------------------------------------------------------------------------- tune
 @one_line_keywords
-def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2000,
+def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int | None = None,
          tuner: str = DEFAULT_TUNER, seed: int = 0, work_dir: str | None = None, resume: bool = True,
          hardware=None, input_shapes: dict | None = None, measurer=None,
          n_workers: int | None = None, progress: bool = False, pareto: bool = False,
@@ -174,7 +177,9 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
         the DCOC search strategy).
     board: accelerator targets: the FPGA budget (vta: ``pynq`` (default), ``ultra96``,
         ``zcu104``; systolic: ``arty-a7`` (default), ``kv260``).
-    trials: measurement budget (one trial = one simulated or measured schedule).
+    trials: measurement budget (one trial = one simulated or measured schedule); default
+        :data:`DEFAULT_TRIALS` (2000), except on llvm/cuda with a ``time_budget``, where
+        the clock alone ends the run.
     tuner: a name of :func:`dcoc.tuners.names` -- ``surrogate`` (the default: the XGBoost
         ensemble's own search, top-k), ``dcoc`` (the paper's agents + confidence sampling),
         ``dcoc-frozen``, or a baseline (``xgb``, ``rl``, ``chameleon``, ``ga``, ``random``,
@@ -267,6 +272,8 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
         if not accelerator:
             from dcoc.api.cpu import _tune_cpu
 
+            if trials is None and time_budget is None:
+                trials = DEFAULT_TRIALS
             return _tune_cpu(model, target, trials=trials, tuner=tuner, seed=seed,
                              work_dir=work_dir, resume=resume, input_shapes=input_shapes,
                              progress=progress, model_path=_model_path(model), runner=runner,
@@ -274,7 +281,8 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int = 2
                              baseline=baseline, options=metaschedule)
         from dcoc.api.accelerator import _add_pareto, _tune_accelerator
 
-        res = _tune_accelerator(tg, bd, model, trials=int(trials), tuner=tuner, seed=seed,
+        res = _tune_accelerator(tg, bd, model, trials=int(trials or DEFAULT_TRIALS), tuner=tuner,
+                                seed=seed,
                                 work_dir=work_dir, resume=resume, hardware=hardware,
                                 input_shapes=input_shapes, measurer=measurer, n_workers=n_workers,
                                 progress=progress, model_path=_model_path(model),
@@ -312,7 +320,8 @@ def _tune_mix(models: list, *, target, board, trials, tuner, seed, work_dir, res
                                     options=tg.options)
     with _work_dir_lock(work_dir, wait):
         return tune_mix(tg, bd, models, weights=weights, objective=objective, singles=bool(singles),
-                        trials=int(trials), tuner=tuner, seed=seed, work_dir=work_dir, resume=resume,
+                        trials=int(trials or DEFAULT_TRIALS), tuner=tuner, seed=seed,
+                        work_dir=work_dir, resume=resume,
                         hardware=hardware, measurer=measurer, n_workers=n_workers,
                         progress=progress, pareto=pareto, model_paths=[_model_path(m) for m in models],
                         config=config, baseline=baseline)

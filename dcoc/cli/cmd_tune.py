@@ -74,8 +74,9 @@ def add_arguments(parser) -> None:
     from dcoc.cli.options import MAX_TRIALS, add_board_argument, add_tuner_argument, int_at_least, worker_count
 
     add_board_argument(parser, "accelerator targets: FPGA resource budget and clock/bus")
-    parser.add_argument("--trials", type=int_at_least(1, MAX_TRIALS), default=2000,
-                        help="measurement budget: simulations (vta) or builds+runs (default: 2000)")
+    parser.add_argument("--trials", type=int_at_least(1, MAX_TRIALS), default=None,
+                        help="measurement budget: simulations (vta) or builds+runs (default: "
+                             "2000; llvm/cuda with --time-budget: no limit, the clock ends the run)")
     parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                         help="llvm/cuda: wall-clock seconds for the search; no new batch starts "
                              "once they are spent (what was measured is kept; the summary says "

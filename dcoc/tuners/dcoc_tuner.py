@@ -28,6 +28,7 @@ features re-rank candidates across tasks (``tvm_plugin.metaschedule.program``).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 
 import numpy as np
@@ -60,6 +61,7 @@ class TaskProblem(Problem):
         self._best = 0.0
         self._cache: dict = {}
         self.ranker = None                # a re-ranker of candidates (attach_ranker), or None
+        self.fit_seconds = 0.0            # spent fitting models (this one and the ranker's)
 
     def n_init(self) -> int:
         """Random warm-up size (a ranker that can already rank may shorten it)."""
@@ -106,9 +108,11 @@ class TaskProblem(Problem):
         self._best = max(self.thr) if self.thr else 0.0
         self._cache = {}
         if self.stale and self._best > 0:
+            t0 = time.perf_counter()
             X = self.t.space.point_features(np.array(self.points, dtype=np.int64))
             self.model.fit(X, np.array(self.thr))
             self.stale = False
+            self.fit_seconds += time.perf_counter() - t0
         if self.ranker is not None:
             self.ranker.refit()
 

@@ -15,12 +15,17 @@ from dcoc.errors import DcocError
 from dcoc.tuners import DEFAULT as DEFAULT_TUNER
 
 
+#: the trial budget of a run with ``trials=None``: its ``time_budget`` ends it
+#: (``dcoc.api.checks.MAX_TRIALS``, the most any run takes)
+UNLIMITED = 1_000_000
+
+
 @dataclass(frozen=True)
 class MetaScheduleOptions:
     """The settings of :func:`~tvm_plugin.metaschedule.tuning.tune_model` (its docstring
     says what each one does)."""
 
-    trials: int = 256
+    trials: int | None = 256
     tuner: str = DEFAULT_TUNER
     seed: int = 0
     runner: Any = "local"
@@ -44,10 +49,19 @@ class MetaScheduleOptions:
     onnxruntime: bool = True
 
     def __post_init__(self):
-        if int(self.trials) < 1:
+        if self.trials is None:
+            if self.time_budget is None:
+                raise DcocError("trials=None (no trial limit) needs a time_budget to end the run")
+        elif int(self.trials) < 1:
             raise DcocError(f"trials must be >= 1, got {self.trials}")
         if self.time_budget is not None and not float(self.time_budget) > 0:
             raise DcocError(f"time_budget must be > 0 seconds, got {self.time_budget}")
+
+    @property
+    def trial_limit(self) -> int:
+        """The run's trial budget: ``trials``, or :data:`UNLIMITED` when it is None (a
+        time budget ends the run)."""
+        return UNLIMITED if self.trials is None else int(self.trials)
 
     @classmethod
     def of(cls, options: MetaScheduleOptions | None = None, **settings) -> MetaScheduleOptions:
@@ -89,4 +103,4 @@ class ModelTuning:
     run: Callable | None = field(default=None, repr=False)
 
 
-__all__ = ["MetaScheduleOptions", "ModelTuning"]
+__all__ = ["MetaScheduleOptions", "ModelTuning", "UNLIMITED"]

@@ -165,8 +165,12 @@ class ProgramRanker:
             ys.append(yp)
         if not ys or max(float(np.max(y)) for y in ys) <= 0:
             return
+        import time
+
+        t0 = time.perf_counter()
         self.model.fit(np.concatenate(Xs), np.concatenate(ys))
         self._fit_key = key
+        p.fit_seconds = getattr(p, "fit_seconds", 0.0) + time.perf_counter() - t0
 
     def candidates(self, cands: list, n: int) -> list:
         """A cold task: ``cold x n`` candidates (random top-up, a random cut); a warm one: the

@@ -87,7 +87,8 @@ def metaschedule_logging_guard():
 class TuningProgress:
     """Per-batch progress line and a final per-task table (peers.md section 5.5)."""
 
-    def __init__(self, tasks, budget: int, progress, t0: float, recorded=None, history=None):
+    def __init__(self, tasks, budget: int | None, progress, t0: float, recorded=None,
+                 history=None):
         self.tasks = tasks  # list of dict(name, flop, weight)
         rec = recorded or {}
         self.best = [rec.get(i, (0, math.inf))[1] for i in range(len(tasks))]
@@ -130,7 +131,8 @@ class TuningProgress:
         gf = t["flop"] / b / 1e9 if math.isfinite(b) and t["flop"] else 0.0
         est_s = f"{est:9.3f} ms" if math.isfinite(est) else "        -   "
         say(self.progress,
-             f"[{self.total:5d}/{self.budget}] {time.perf_counter() - self.t0:7.1f}s  "
+             f"[{self.total:5d}{'' if self.budget is None else f'/{self.budget}'}] "
+             f"{time.perf_counter() - self.t0:7.1f}s  "
              f"task {task_id + 1:>2}/{len(self.tasks)} {t['name'][:34]:<34} "
              f"best {b * 1e3 if math.isfinite(b) else float('nan'):9.4f} ms {gf:7.1f} GFLOPS"
              f" | model est. {est_s}")

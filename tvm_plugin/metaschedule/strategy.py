@@ -175,8 +175,12 @@ class _TunerStrategy(PySearchStrategy):
         self.state["run_tasks"] = self.state.get("run_tasks", 0) + 1
         self.name = str(self.context.task_name or "task")
         self.task_seed = child_seed(self.seed, "metaschedule", self.name)
-        self.tspace = TraceSpace.from_context(self.context, list(design_spaces),
-                                              seed=self.task_seed)
+        # seconds of an earlier phase of the same run (tune_model's second tune_tasks)
+        prev = self.state["tasks"].get(self.name) or {}
+        self._before = {k: float(prev.get(k) or 0.0) for k in
+                        ("strategy_seconds", "space_seconds", "fit_seconds")}
+        self.tspace = self._trace_space(list(design_spaces))
+        self.space_seconds = time.perf_counter() - t0
         self.task = self.tspace.tuning_task()
         self.ran = self.tuner_name
         if not self.tspace.space.knobs:  # nothing to decide: one schedule, measured once
@@ -252,6 +256,20 @@ class _TunerStrategy(PySearchStrategy):
                 "state": self.state, "program": self.program}
 
     # -------------------------------------------------------------- helpers
+    def _trace_space(self, design_spaces: list) -> TraceSpace:
+        """The task's knob view, built once per run: a later phase of the same run
+        (``tune_model``'s second ``tune_tasks``) reuses it when its design spaces have the
+        same instructions (building one replays every design space and probes every
+        compute location: seconds per task)."""
+        shape = tuple(tuple(str(i.kind.name) for i in s.trace.insts) for s in design_spaces)
+        cache = self.state.setdefault("spaces", {})
+        hit = cache.get(self.name)
+        if hit is not None and hit[0] == shape and hit[1].seed == self.task_seed:
+            return hit[1]
+        ts = TraceSpace.from_context(self.context, design_spaces, seed=self.task_seed)
+        cache[self.name] = (shape, ts)
+        return ts
+
     def _generate(self):
         if self.tuner is None:
             return None
@@ -403,8 +421,12 @@ class _TunerStrategy(PySearchStrategy):
             "best_cost": self.best_cost if math.isfinite(self.best_cost) else None,
             "best_config": _jsonable(self.best_config) if self.best_config else None,
             "per_task": self.per_task(), "program_features": self.features is not None,
-            "history": list(self.history), "strategy_seconds": round(self.overhead, 3),
+            "history": list(self.history),
+            "strategy_seconds": round(self._before["strategy_seconds"] + self.overhead, 3),
             "feature_seconds": round(self.features.seconds, 3) if self.features is not None else 0.0,
+            "space_seconds": round(self._before["space_seconds"] + self.space_seconds, 3),
+            "fit_seconds": round(self._before["fit_seconds"] + float(getattr(
+                getattr(self.tuner, "problem", None), "fit_seconds", 0.0)), 3),
             "done": done,
         }
 

@@ -68,6 +68,7 @@ from tvm_plugin.metaschedule.progress import (
     say,
     silence_metaschedule,
 )
+from tvm_plugin.metaschedule.timeline import TimeProfile, format_profile
 from tvm_plugin.metaschedule.task_budget import (
     BudgetScheduler,
     batch_size,
@@ -310,6 +311,7 @@ def _tune_model(m, spec, tasks, opts: MetaScheduleOptions, runner, work_dir: str
                "recorded_trials": run.n_recorded,
                "timing": "cold" if run.cold else "warm",
                "tuning_seconds": round(run.tune_seconds, 2),
+               "time_profile": run.time_profile,
                "time_budget_s": float(opts.time_budget) if opts.time_budget else None,
                "stopped_on_time": run.stopped_on_time,
                "n_tasks": len(ext.task_info),
@@ -380,6 +382,7 @@ class _TuningRun:
     tune_seconds: float
     strategy_results: dict
     n_records: int = 0
+    time_profile: dict | None = None
 
 
 def _tune(m, spec, ext: _Extracted, opts: MetaScheduleOptions, runner, work_dir: str,
@@ -389,7 +392,7 @@ def _tune(m, spec, ext: _Extracted, opts: MetaScheduleOptions, runner, work_dir:
 
     from tvm_plugin.metaschedule.build import close_builder, make_builder, make_runner
 
-    trials = opts.trials
+    trials = opts.trial_limit
     db = ms.database.JSONDatabase(work_dir=work_dir)
     recorded = recorded_bests(db, ext.ctxs)
     n_recorded = sum(n for n, _ in recorded.values())
@@ -397,8 +400,10 @@ def _tune(m, spec, ext: _Extracted, opts: MetaScheduleOptions, runner, work_dir:
     b = make_builder(opts.builder)
     r = make_runner(runner, timeout_sec=opts.timeout_sec)
     cold = bool(getattr(getattr(r, "evaluator_config", None), "enable_cpu_cache_flush", False))
-    prog = TuningProgress(ext.task_info, int(trials), opts.progress, t_start, recorded, history)
-    say(opts.progress, f"dcoc: tuning {m.name} for {spec.kind} ({len(ext.ctxs)} tasks, {trials} trials"
+    tp = TimeProfile()
+    prog = TuningProgress(ext.task_info, opts.trials, opts.progress, t_start, recorded, history)
+    limit = "no trial limit" if opts.trials is None else f"{trials} trials"
+    say(opts.progress, f"dcoc: tuning {m.name} for {spec.kind} ({len(ext.ctxs)} tasks, {limit}"
                        + (f", time budget {opts.time_budget:g} s" if opts.time_budget else "")
                        + f", tuner {opts.tuner}, seed {opts.seed}); MetaSchedule logs in {work_dir}/logs")
     if n_recorded:
@@ -407,23 +412,30 @@ def _tune(m, spec, ext: _Extracted, opts: MetaScheduleOptions, runner, work_dir:
                    else f"the starting population of {name if name in MS_STRATEGIES else opts.tuner}, "
                         "which spends the full budget again")
         say(opts.progress, f"dcoc: resuming: {n_recorded} recorded trials in {work_dir} ({counted})")
-    warn = coverage_warning(int(trials), len(ext.ctxs))
+    warn = coverage_warning(int(trials), len(ext.ctxs)) if opts.trials is not None else None
     if warn:
         say(opts.progress, "dcoc: warning: " + warn)
     try:
-        stopped_on_time, t_tune = _run_phases(ext, opts, db, b, r, prog, work_dir, n_recorded)
+        stopped_on_time, t_tune = _run_phases(ext, opts, db, tp.builder(b), tp.runner(r), prog,
+                                              work_dir, n_recorded, tp)
     finally:
         if isinstance(opts.builder, str):
             close_builder(b)
+    tune_seconds = time.perf_counter() - t_tune
+    results = dict(getattr(ext.strategy, "results", {}) or {})
+    profile = tp.report(tune_seconds, results)
+    say(opts.progress, "dcoc: " + format_profile(profile))
     if stopped_on_time:
+        of = "" if opts.trials is None else f" of {trials}"
         say(opts.progress, f"dcoc: time budget of {opts.time_budget:g} s spent: stopped after "
-                           f"{prog.total} of {trials} trials (every measured trial is recorded)")
-    return _TuningRun(db, prog, n_recorded, cold, stopped_on_time, time.perf_counter() - t_tune,
-                      dict(getattr(ext.strategy, "results", {}) or {}))
+                           f"{prog.total}{of} trials (every measured trial is recorded)")
+    return _TuningRun(db, prog, n_recorded, cold, stopped_on_time, tune_seconds, results,
+                      time_profile=profile)
 
 
 def _run_phases(ext: _Extracted, opts: MetaScheduleOptions, db, builder, runner,
-                prog: TuningProgress, work_dir: str, n_recorded: int) -> tuple[bool, float]:
+                prog: TuningProgress, work_dir: str, n_recorded: int,
+                tp: TimeProfile | None = None) -> tuple[bool, float]:
     """``ms.tune_tasks`` once per phase: (whether the time budget stopped it, the
     ``time.perf_counter()`` the search started at).
 
@@ -432,7 +444,7 @@ def _run_phases(ext: _Extracted, opts: MetaScheduleOptions, db, builder, runner,
     one-trial batches, so the first round reaches every task before the time is spent."""
     from tvm.s_tir import meta_schedule as ms
 
-    trials, time_budget, strategy = int(opts.trials), opts.time_budget, ext.strategy
+    trials, time_budget, strategy = opts.trial_limit, opts.time_budget, ext.strategy
     per_iter = opts.num_trials_per_iter
     if per_iter is None:
         per_iter = batch_size(trials, len(ext.ctxs))
@@ -463,12 +475,15 @@ def _run_phases(ext: _Extracted, opts: MetaScheduleOptions, db, builder, runner,
                 sched = opts.task_scheduler
             if hasattr(strategy, "limit_total"):  # dcoc strategies: no batch past `upto`
                 strategy.limit_total(upto)
-            callbacks = MEASURE_CALLBACKS() + [progress_callback(prog)]
+            callbacks = MEASURE_CALLBACKS()
+            if tp is not None:
+                callbacks = tp.bracket(callbacks)
+            callbacks.append(progress_callback(prog))
             if hasattr(sched, "callback"):
                 callbacks.append(sched.callback())
             ms.tune_tasks(tasks=ext.ctxs, task_weights=ext.weights, work_dir=work_dir,
                           max_trials_global=int(left),
-                          max_trials_per_task=int(opts.trials_per_task or opts.trials),
+                          max_trials_per_task=int(opts.trials_per_task or trials),
                           num_trials_per_iter=int(batch), builder=builder, runner=runner,
                           database=db, cost_model=cost_model, measure_callbacks=callbacks,
                           task_scheduler=sched)
