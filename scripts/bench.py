@@ -50,15 +50,15 @@ SUITES = {
                                  "sweep", "xgb"],
                          seeds=[0, 1, 2, 3, 4], trials=100),
         "metaschedule": dict(budgets=[64], seeds=[0], population=128),
-        # wall-clock budgets: 4 models x 2 tuners x 10 min (the issue's shorter budget)
-        "cpu": dict(models=None, minutes=[10.0], seed=0),
+        # wall-clock budgets: 6 models (4 zoo + 2 evaluation) x 3 runs x 5 min
+        "cpu": dict(models=None, minutes=[5.0], seed=0),
     },
     "full": {
         "sw": dict(layers="evaluation", seeds=[0, 1, 2, 3, 4], budget=1000, tuners=None),
         "codesign": dict(models=["resnet18", "mobilenetv2"], boards=["pynq", "ultra96"], tuners=None,
                          seeds=[0, 1, 2], trials=2000),
         "metaschedule": dict(budgets=[64, 256], seeds=[0, 1, 2], population=None),
-        "cpu": dict(models=None, minutes=[10.0, 60.0], seed=0),
+        "cpu": dict(models=None, minutes=[5.0, 15.0], seed=0),
     },
 }
 
@@ -463,12 +463,12 @@ def section_cpu(cfg: dict, img: str) -> tuple[str, dict]:
     from scripts import bench_cpu
 
     t0 = time.perf_counter()
-    models = cfg.get("models") or list(bench_cpu.TUNING_MODELS)
+    models = cfg.get("models") or list(bench_cpu.TUNING_MODELS + bench_cpu.EVALUATION_MODELS)
     command = (f"python -m scripts.bench_cpu --models {' '.join(models)} --budget-minutes "
                f"{' '.join(f'{m:g}' for m in cfg['minutes'])} --seed {cfg['seed']}")
-    if cfg.get("rows"):  # rows of an earlier run (e.g. re-timed with --retime)
+    if cfg.get("rows"):  # rows of an earlier (resumable) run
         rows = bench_cpu.read_rows([cfg["rows"]])
-        command += f" --work-dir W`, then `{command} --work-dir W --retime --out ROWS"
+        command += " --out ROWS"
     else:
         os.makedirs(os.path.join(ROOT, "runs"), exist_ok=True)
         rows = bench_cpu.run(models, cfg["minutes"], seed=cfg["seed"],
@@ -476,14 +476,17 @@ def section_cpu(cfg: dict, img: str) -> tuple[str, dict]:
                              log=lambda line: print(line, file=sys.stderr, flush=True))
     wall = time.perf_counter() - t0
     md = ["## 5. CPU: tuned models vs ONNX Runtime", "",
-          f"Command: `{command}`.  Each tuner tunes "
-          "each model in a fresh work dir until the wall-clock budget runs out (MetaSchedule's "
-          f"EvolutionarySearch at its authors' population {bench_cpu.AUTHORS_POPULATION}, dcoc's "
-          "default tuner as a MetaSchedule "
-          "strategy), with the same compile pipeline (weight prepacking, host `-mcpu`, the "
-          "TVM runtime on all physical cores); every compiled model and ONNX Runtime (CPU EP, "
-          "same thread count) are re-timed in alternating rounds.  Numbers depend on the "
-          "machine and its load.", "", bench_cpu.summarize(rows),
+          f"Command: `{command}`.  Each run tunes "
+          "one model in a fresh work dir until its wall-clock budget runs out, with no trial "
+          "limit: dcoc's default tuner as a MetaSchedule strategy with its pre-trained start "
+          "(`surrogate`) and without it (`surrogate/no-prior`), and MetaSchedule's "
+          f"EvolutionarySearch at its authors' population {bench_cpu.AUTHORS_POPULATION}; the "
+          "same compile pipeline (weight prepacking, host `-mcpu`, the TVM runtime on all "
+          "physical cores).  Every compiled model and ONNX Runtime (CPU EP, same thread count) "
+          f"are then timed in {bench_cpu.ROUNDS} alternating rounds, each runtime in a process "
+          "of its own.  The evaluation models (squeezenet, shufflenet: the onnx wheel's "
+          "`light_*` at 224x224) chose nothing, the pre-trained start's data included.  "
+          "Numbers depend on the machine and its load.", "", bench_cpu.summarize(rows),
           f"_Section wall time {wall:.0f} s._\n" if not cfg.get("rows") else
           f"_Tuning wall time {sum(r.get('wall_s') or 0 for r in rows):.0f} s; timing re-run "
           "from the runs' work dirs._\n"]
@@ -529,7 +532,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "RESULTS.md"))
     ap.add_argument("--cpu-rows", default=None, metavar="ROWS",
                     help="section cpu from these bench_cpu rows instead of running it (rows of "
-                         "the suite's settings, e.g. re-timed with `bench_cpu --retime --out ROWS`)")
+                         "the suite's settings, e.g. `bench_cpu --out ROWS` run in sittings)")
     a = ap.parse_args(argv)
     cfg = {**SUITES[a.suite]}
     if a.cpu_rows:

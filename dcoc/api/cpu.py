@@ -11,7 +11,7 @@ from dcoc.results.result import TuneResult
 
 def _tune_cpu(model, target, *, trials: int | None, tuner, seed: int, work_dir: str, resume: bool,
               input_shapes, progress, model_path, runner, verbose: bool, flush_cache: bool,
-              time_budget, baseline, options) -> TuneResult:
+              time_budget, baseline, options, prior=True) -> TuneResult:
     """Tune ``model`` for ``target`` into ``work_dir`` (already locked)."""
     from tvm_plugin.frontend.targets import require_device
 
@@ -23,6 +23,10 @@ def _tune_cpu(model, target, *, trials: int | None, tuner, seed: int, work_dir: 
     settings = {"trials": None if trials is None else int(trials), "tuner": tuner, "seed": seed, "progress": progress,
                 "runner": runner, "verbose": verbose, "flush_cache": flush_cache,
                 "time_budget": time_budget}
+    if prior is not True:  # else the options' own (default: the shipped prior)
+        if not (prior is False or isinstance(prior, (str, os.PathLike))):
+            raise DcocError(f"prior is True, False or a model file path, got {prior!r}")
+        settings["prior"] = prior if prior is False else os.fspath(prior)
     if baseline is not None:
         if not isinstance(baseline, bool):
             raise DcocError(f"baseline on llvm/cuda is True/False (measure the untuned model too), "

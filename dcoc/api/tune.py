@@ -160,7 +160,7 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int | N
          example_inputs=None, *, wait: bool = False, verbose: bool = False, warm_start=None,
          baseline=None, config=None, time_budget: float | None = None, runner="local",
          flush_cache: bool = False, metaschedule=None, weights=None, objective: str = "weighted",
-         singles: bool = True, extended_cores: bool = False) -> TuneResult:
+         singles: bool = True, extended_cores: bool = False, prior=True) -> TuneResult:
     """Tune a whole model, or co-design one accelerator for a list of models.
 
     Parameters
@@ -218,6 +218,10 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int | N
     flush_cache (llvm): time every candidate cold (CPU caches flushed).
     metaschedule (llvm/cuda): a :class:`tvm_plugin.metaschedule.options.MetaScheduleOptions`
         for the other MetaSchedule settings (the arguments above replace its fields).
+    prior (llvm/cuda): the pre-trained start of a DCOC-family tuner -- True (default) the
+        cost model shipped with dcoc (learned from the zoo's tuning records) ranks each
+        task's warm-up; a path: another model file; False: the random warm-up
+        (:mod:`tvm_plugin.metaschedule.prior`).
     extended_cores (vta): also search cores stock tvm-vta cannot build (non-square,
         relaxed instruction layout); default: only what tvm-vta's config flow builds.
 
@@ -254,6 +258,8 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int | N
         bd = tg.board(board if board is not None else tg.default_board)
     elif extended_cores:
         raise ConfigError("extended_cores is an option of the vta target (accelerator co-design)")
+    if accelerator and prior is not True:
+        raise ConfigError("prior (the pre-trained start) is for llvm/cuda targets")
     check_pareto(pareto, accelerator, hardware)
     module = _is_torch_module(model)
     check_model_inputs(module, example_inputs, input_shapes)
@@ -278,7 +284,7 @@ def tune(model, target=DEFAULT_TARGET, board: str | None = None, trials: int | N
                              work_dir=work_dir, resume=resume, input_shapes=input_shapes,
                              progress=progress, model_path=_model_path(model), runner=runner,
                              verbose=verbose, flush_cache=flush_cache, time_budget=time_budget,
-                             baseline=baseline, options=metaschedule)
+                             baseline=baseline, options=metaschedule, prior=prior)
         from dcoc.api.accelerator import _add_pareto, _tune_accelerator
 
         res = _tune_accelerator(tg, bd, model, trials=int(trials or DEFAULT_TRIALS), tuner=tuner,

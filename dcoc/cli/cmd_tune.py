@@ -98,6 +98,12 @@ def add_arguments(parser) -> None:
                              "(default: a one-line error naming its PID)")
     parser.add_argument("--runner", default="local",
                         help="llvm/cuda: 'local' or 'rpc://HOST:PORT/KEY' (TVM RPC tracker)")
+    parser.add_argument("--no-prior", action="store_true",
+                        help="llvm/cuda: start each task with random schedules instead of the "
+                             "ones the pre-trained cost model shipped with dcoc ranks best")
+    parser.add_argument("--prior", default=None, metavar="FILE",
+                        help="llvm/cuda: another pre-trained cost model (python -m "
+                             "scripts.train_cpu_prior makes one)")
     parser.add_argument("--flush-cache", action="store_true",
                         help="llvm: time every candidate cold (CPU caches flushed of its "
                              "arguments before each run; number=1, repeat=10), as a kernel meets "
@@ -137,6 +143,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import dcoc
     from dcoc.api.checks import check_cpu_settings, check_time_budget
+    from dcoc.errors import DcocError
     from dcoc.targets import is_accelerator
     from dcoc.tuners import check
 
@@ -161,12 +168,16 @@ def run(args) -> int:
             kw["flush_cache"] = True
         if budget is not None:
             kw["time_budget"] = budget
+        if args.no_prior and args.prior:
+            raise DcocError("--no-prior and --prior exclude each other")
+        if args.no_prior or args.prior:
+            kw["prior"] = False if args.no_prior else args.prior
+    elif args.no_prior or args.prior:
+        raise DcocError("--no-prior / --prior are for llvm/cuda targets")
     models = args.model if isinstance(args.model, list) else [args.model]
     if len(models) > 1:
         kw.update(weights=args.weights, objective=args.objective, singles=not args.no_singles)
     elif args.weights is not None or args.objective != "weighted":
-        from dcoc.errors import DcocError
-
         raise DcocError("--weights and --objective are for several models")
     res = dcoc.tune(models if len(models) > 1 else models[0], target=_target_arg(args.target),
                     board=args.board, trials=args.trials,

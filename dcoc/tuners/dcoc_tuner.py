@@ -266,6 +266,12 @@ class DCOCTuner(Tuner):
                 out.append(cfg)
         return out
 
+    def seed_warmup(self, points) -> None:
+        """Measure these points first, in this order, as the warm-up (instead of the shared
+        initial draw; e.g. ranked by a pre-trained model); random valid points follow if
+        they run out."""
+        self._warmup = [tuple(int(x) for x in p) for p in points]
+
     def _warmup_points(self, k: int, taken: set) -> list[tuple]:
         """The shared initial sample (:func:`dcoc.tuners.warmup.initial_points`: the same
         draw as xgb/rl/chameleon for the same seed and task), then random valid points."""

@@ -123,21 +123,32 @@ def test_profile_splits_time_by_kind_beside_onnxruntime(llvm):
     assert "untuned kernels" in text and "ONNX Runtime operators" in text
 
 
-def test_bench_cpu_times_its_runs_again_from_their_work_dirs(tmp_path):
-    # a few seconds of tuning, then --retime: the same runs compiled from their databases
+def test_bench_cpu_appends_rows_as_it_goes_and_a_rerun_resumes(tmp_path):
+    # a few seconds of tuning, each runtime timed in its own process; then a rerun with the
+    # same rows file tunes and times nothing again, and one without the timing rows only times
+    import json
+
     from scripts import bench_cpu
 
-    kw = dict(models=["small_cnn"], minutes=[0.05], tuners=["surrogate"], seed=0,
-              work_dir=str(tmp_path), rounds=1, log=lambda line: None)
+    out = tmp_path / "rows.jsonl"
+    kw = dict(models=["small_cnn"], minutes=[0.05], runs=["surrogate"], seed=0,
+              work_dir=str(tmp_path / "w"), rounds=2, out=str(out), log=lambda line: None)
     first = bench_cpu.run(**kw)
-    files = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and p.suffix == ".json"}
-    again = bench_cpu.run(**kw, retime=True)
-    assert {p: p.read_bytes() for p in files} == files  # the runs are only read
-    key = lambda rows: {r["strategy"]: r for r in rows}  # noqa: E731
-    a, b = key(first), key(again)
-    assert set(a) == set(b) == {"onnxruntime", "untuned", "surrogate@0.05min"}
-    for k in ("trials", "tuning_s", "stopped_by", "tuned_functions", "untuned_functions"):
-        assert a["surrogate@0.05min"][k] == b["surrogate@0.05min"][k], k
-    assert all(math.isfinite(r["ms"]) and r["ms"] > 0 for r in again)
-    with pytest.raises(ValueError, match="work_dir"):
-        bench_cpu.run(models=["small_cnn"], retime=True)
+    tuning = [r for r in first if r["kind"] == "tuning"]
+    timing = {r["strategy"]: r for r in first if r["kind"] == "timing"}
+    assert len(tuning) == 1 and tuning[0]["stopped_by"] == "clock"
+    assert tuning[0]["time_profile"]["built"] == tuning[0]["trials"]
+    assert set(timing) == {"onnxruntime", "untuned", "surrogate@0.05min"}
+    for r in timing.values():
+        assert len(r["rounds_ms"]) == 2 and r["ms"] == min(r["rounds_ms"]) > 0
+    t = timing["surrogate@0.05min"]
+    assert t["ratio_lo"] <= t["ratio_hi"] and t["ratio"] == pytest.approx(t["ms"] / t["ort_ms"])
+    lines = out.read_text().splitlines()
+    assert len(lines) == 4
+    bench_cpu.run(**kw)
+    assert out.read_text().splitlines() == lines       # nothing tuned or timed again
+    out.write_text(lines[0] + "\n")                    # the tuning row only: time, do not tune
+    again = bench_cpu.run(**kw)
+    assert [r["kind"] for r in again].count("tuning") == 1
+    assert json.loads(out.read_text().splitlines()[0]) == tuning[0]
+    assert len(out.read_text().splitlines()) == 4

@@ -47,6 +47,7 @@ class MetaScheduleOptions:
     flush_cache: bool = False
     time_budget: float | None = None
     onnxruntime: bool = True
+    prior: Any = True
 
     def __post_init__(self):
         if self.trials is None:

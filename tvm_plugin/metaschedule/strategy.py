@@ -131,8 +131,10 @@ class _TunerStrategy(PySearchStrategy):
 
     def __init__(self, tuner: str = DEFAULT_TUNER, seed: int = 0, tuner_kwargs: dict | None = None,
                  warm_start: bool = True, max_proposals: int = 8, state: dict | None = None,
-                 max_trials_global: int | None = None, program: ProgramConfig | None = None):
+                 max_trials_global: int | None = None, program: ProgramConfig | None = None,
+                 prior=None):
         self.tuner_name = tuner
+        self.prior = prior
         self.seed = int(seed)
         self.tuner_kwargs = dict(tuner_kwargs or {})
         self.program = program if program is not None else ProgramConfig()
@@ -178,7 +180,7 @@ class _TunerStrategy(PySearchStrategy):
         # seconds of an earlier phase of the same run (tune_model's second tune_tasks)
         prev = self.state["tasks"].get(self.name) or {}
         self._before = {k: float(prev.get(k) or 0.0) for k in
-                        ("strategy_seconds", "space_seconds", "fit_seconds")}
+                        ("strategy_seconds", "space_seconds", "fit_seconds", "feature_seconds")}
         self.tspace = self._trace_space(list(design_spaces))
         self.space_seconds = time.perf_counter() - t0
         self.task = self.tspace.tuning_task()
@@ -190,6 +192,7 @@ class _TunerStrategy(PySearchStrategy):
             self.tuner = dcoc.tuners.create(self.tuner_name, self.task, seed=self.task_seed,
                                             **self.tuner_kwargs)
         self.features = None      # program features, once a ranker is attached (first batch)
+        self.prior_features = None  # program features of the prior's warm-up sample
         self.sized = False        # told the tuner the run's trials per task (first batch)
         self.max_trials = int(max_trials)
         self.per_iter = max(1, int(num_trials_per_iter))
@@ -253,7 +256,7 @@ class _TunerStrategy(PySearchStrategy):
     def _ctor_kwargs(self) -> dict:
         return {"tuner": self.tuner_name, "seed": self.seed, "tuner_kwargs": self.tuner_kwargs,
                 "warm_start": self.warm_start, "max_proposals": self.max_proposals,
-                "state": self.state, "program": self.program}
+                "state": self.state, "program": self.program, "prior": self.prior}
 
     # -------------------------------------------------------------- helpers
     def _trace_space(self, design_spaces: list) -> TraceSpace:
@@ -308,7 +311,10 @@ class _TunerStrategy(PySearchStrategy):
                     dups.append((cfg, pend_key[key]))
                     self.n_dup += 1
                     continue
-                sch = self.features.schedule(cfg) if self.features is not None else None
+                sch = None
+                for f in (self.features, self.prior_features):
+                    if sch is None and f is not None:
+                        sch = f.schedule(cfg)
                 if sch is None:
                     sch = self.tspace.apply(cfg)
                 if sch is None:
@@ -347,10 +353,41 @@ class _TunerStrategy(PySearchStrategy):
         total = self.state.get("max_trials_global", self.max_trials)
         return min(float(self.max_trials), total / max(1, self.state.get("run_tasks", 1)))
 
+    def _prior_warmup(self) -> None:
+        """With a pre-trained prior (:mod:`tvm_plugin.metaschedule.prior`): rank ``SAMPLE``
+        random valid points of the task by it and make them the tuner's warm-up, best
+        first (once per task and run; a later phase reuses the ranking)."""
+        seed_warmup = getattr(self.tuner, "seed_warmup", None)
+        if self.prior is None or seed_warmup is None or self.ran == "grid":
+            return
+        import numpy as np
+
+        from tvm_plugin.metaschedule.features import MSProgramFeatures
+        from tvm_plugin.metaschedule.prior import SAMPLE
+
+        ranked = self.state.setdefault("prior_warmup", {})
+        if self.name not in ranked:
+            try:
+                feats = MSProgramFeatures(self.tspace, self.context, keep=SAMPLE)
+            except Exception:  # noqa: BLE001 - no features for this task: the usual warm-up
+                ranked[self.name] = None
+                return
+            pts = self.tuner.problem.random_valid(SAMPLE, exclude=set())
+            if not pts:
+                ranked[self.name] = None
+                return
+            X = feats(np.array(pts, dtype=np.int64))
+            ranked[self.name] = [pts[i] for i in self.prior.rank(X)]
+            self.prior_features = feats
+            self.prior_seconds = feats.seconds
+        if ranked[self.name]:
+            seed_warmup(ranked[self.name])
+
     def _size_tuner(self) -> None:
         """Before the first batch every task of the run is known: with fewer trials per task
         than ``program.few_trials_below``, a DCOC-family tuner gets a program-feature ranker
         that learns from the run's shared pool."""
+        self._prior_warmup()
         attach = getattr(self.tuner, "attach_ranker", None)
         if attach is None or not self.per_task() < self.program.few_trials_below:
             return
@@ -423,7 +460,10 @@ class _TunerStrategy(PySearchStrategy):
             "per_task": self.per_task(), "program_features": self.features is not None,
             "history": list(self.history),
             "strategy_seconds": round(self._before["strategy_seconds"] + self.overhead, 3),
-            "feature_seconds": round(self.features.seconds, 3) if self.features is not None else 0.0,
+            "feature_seconds": round(self._before["feature_seconds"]
+                                     + (self.features.seconds if self.features is not None else 0.0)
+                                     + getattr(self, "prior_seconds", 0.0), 3),
+            "prior": self.prior is not None and self.ran != "grid",
             "space_seconds": round(self._before["space_seconds"] + self.space_seconds, 3),
             "fit_seconds": round(self._before["fit_seconds"] + float(getattr(
                 getattr(self.tuner, "problem", None), "fit_seconds", 0.0)), 3),

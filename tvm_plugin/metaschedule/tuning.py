@@ -88,7 +88,8 @@ MS_STRATEGIES = {
 
 
 def make_strategy(tuner: str = DEFAULT_TUNER, seed: int = 0,
-                  tuner_kwargs: Mapping | None = None, population: int | None = None):
+                  tuner_kwargs: Mapping | None = None, population: int | None = None,
+                  prior=False):
     """The MetaSchedule strategy for a ``tuner`` name, and the cost model it wants.
 
     dcoc tuners (names or specs) -> (TunerStrategy, ``"random"``: the tuner owns its model).
@@ -105,7 +106,20 @@ def make_strategy(tuner: str = DEFAULT_TUNER, seed: int = 0,
         return getattr(ms.search_strategy, cls)(**kw), cost_model
     from tvm_plugin.metaschedule.strategy import TunerStrategy
 
-    return TunerStrategy(tuner=str(tuner), seed=seed, tuner_kwargs=dict(tuner_kwargs or {})), "random"
+    return TunerStrategy(tuner=str(tuner), seed=seed, tuner_kwargs=dict(tuner_kwargs or {}),
+                         prior=_load_prior(tuner, prior)), "random"
+
+
+def _load_prior(tuner, prior):
+    """The pre-trained start for a DCOC-family tuner (``prior``: True = the shipped one, a
+    path, or False), None for the others (they have their own warm-up)."""
+    from dcoc.tuners import DCOC_FAMILY, parse
+
+    if prior is False or prior is None or parse(tuner)[0] not in DCOC_FAMILY:
+        return None
+    from tvm_plugin.metaschedule.prior import load_prior
+
+    return load_prior(prior)
 
 
 def _method(tuner, tasks: dict) -> str:
@@ -128,6 +142,9 @@ def _method(tuner, tasks: dict) -> str:
         guided = sum(1 for r in rounds if r)
         parts.append("its model never chose a trial (every trial was the initial sample)"
                      if not guided else f"model-guided on {guided} of {len(searched)} searched tasks")
+    n_prior = sum(1 for t in tasks.values() if t.get("prior"))
+    if n_prior:
+        parts.append(f"pre-trained start on {n_prior} of {len(tasks)} tasks")
     n = sum(1 for t in tasks.values() if t.get("program_features"))
     if n:
         parts.append(f"program features on {n} of {len(tasks)} tasks")
@@ -201,6 +218,9 @@ def tune_model(model, target="llvm", options: MetaScheduleOptions | None = None,
         ops) lose to MetaSchedule's always-parallel schedules by the thread-pool launch.
     verbose: TVM's native warnings and MetaSchedule's task tables on the console instead
         of ``work_dir/logs/tvm.log`` and the per-task log files.
+    prior: a DCOC-family tuner's pre-trained start (:mod:`tvm_plugin.metaschedule.prior`):
+        True (default) the shipped cost model ranks each task's warm-up, a path another
+        model file, False none (the shared random warm-up).
     time_budget: wall-clock seconds for the search (from its start; compiling and timing the
         model come after): no new batch starts once they are spent; what was measured is
         kept and ``result.extra["stopped_on_time"]`` says so.
@@ -348,7 +368,8 @@ def _extract(tasks, opts: MetaScheduleOptions, work_dir: str) -> _Extracted:
     names = {t.ms_task.task_name: t.name for t in tasks}
     strategy = opts.strategy
     if strategy is None:
-        strategy, default_cm = make_strategy(opts.tuner, opts.seed, opts.tuner_kwargs, opts.population)
+        strategy, default_cm = make_strategy(opts.tuner, opts.seed, opts.tuner_kwargs, opts.population,
+                                             opts.prior)
     else:
         default_cm = "random"
     lg, old_level = silence_metaschedule(opts.verbose)
