@@ -123,8 +123,8 @@ def _task(model: str, name: str, target):
 
 def _strategy(spec: str, seed: int, population: int):
     """(strategy, cost model) of a kernel run: a dcoc tuner name or spec, ``evolutionary``
-    or ``replay-trace`` (:func:`tvm_plugin.metaschedule.tuning.make_strategy`)."""
-    from tvm_plugin.metaschedule.tuning import make_strategy
+    or ``replay-trace`` (:func:`tvm_plugin.metaschedule.strategy.make_strategy`)."""
+    from tvm_plugin.metaschedule.strategy import make_strategy
 
     return make_strategy(spec, seed=seed, population=population)
 
@@ -267,7 +267,8 @@ def run(budgets=(64, 256), seeds=(0, 1, 2), workloads=("conv3x3", "conv1x1", "ma
     from scripts.bench_sw import check_specs
     from tvm_plugin.frontend import resolve_target
     from tvm_plugin.metaschedule.build import close_builder, evaluator_config, make_builder, make_runner
-    from tvm_plugin.metaschedule.tuning import MS_STRATEGIES, tune_model
+    from tvm_plugin.metaschedule.strategy import MS_STRATEGIES
+    from tvm_plugin.metaschedule.tuning import tune_model
 
     check_specs([s for s in strategies if s not in MS_STRATEGIES])  # a typo fails before tuning
 

@@ -104,8 +104,7 @@ def main(argv=None) -> int:
     if a.minutes <= 0:
         print("train_cpu_prior: --minutes must be > 0", file=sys.stderr)
         return 2
-    from tvm_plugin.metaschedule.prior import DEFAULT_PATH, ROUNDS, TRAIN_PARAMS, records_features
-    from tvm_plugin.metaschedule.prior import save_prior, train
+    from tvm_plugin.metaschedule.prior import DEFAULT_PATH, ROUNDS, TRAIN_PARAMS, records_features, save_prior, train
 
     dirs = tune_zoo(a.work_dir, a.minutes, a.seed)
     by_model = {}

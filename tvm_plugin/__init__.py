@@ -34,8 +34,8 @@ __all__ = [
 #: MetaSchedule integration, resolved lazily: name -> module
 _LAZY = {
     "TunerStrategy": "tvm_plugin.metaschedule.strategy",
-    "MetaScheduleMeasurer": "tvm_plugin.metaschedule.strategy",
-    "ms_tuning_task": "tvm_plugin.metaschedule.strategy",
+    "MetaScheduleMeasurer": "tvm_plugin.metaschedule.adapter",
+    "ms_tuning_task": "tvm_plugin.metaschedule.adapter",
     "TraceSpace": "tvm_plugin.metaschedule.trace_space",
     "ProgramConfig": "tvm_plugin.metaschedule.program",
     "PersistentBuilder": "tvm_plugin.metaschedule.build",

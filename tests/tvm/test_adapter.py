@@ -14,8 +14,8 @@ def test_baseline_tuner_on_metaschedule_task(conv_task, conv_model, llvm, builde
     import dcoc.tuners
     from dcoc.search import measure_option
     from tests.tvm.conftest import count_records
+    from tvm_plugin.metaschedule.adapter import MetaScheduleMeasurer, ms_tuning_task
     from tvm_plugin.metaschedule.build import compile_model
-    from tvm_plugin.metaschedule.strategy import MetaScheduleMeasurer, ms_tuning_task
 
     task = ms_tuning_task(conv_task, seed=0)
     assert task.space.size > 1000 and task.flop > 0 and task.name == conv_task.name
@@ -37,7 +37,7 @@ def test_baseline_tuner_on_metaschedule_task(conv_task, conv_model, llvm, builde
 
 def test_measurer_reports_invalid_configs(conv_task, builder, runner):
     from dcoc.search.measure import MeasureErrorNo
-    from tvm_plugin.metaschedule.strategy import MetaScheduleMeasurer, ms_tuning_task
+    from tvm_plugin.metaschedule.adapter import MetaScheduleMeasurer, ms_tuning_task
 
     task = ms_tuning_task(conv_task, seed=0)
     good = task.payload.default_config(0)

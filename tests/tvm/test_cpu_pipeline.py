@@ -3,7 +3,6 @@ and the profile beside ONNX Runtime -- real builds, runs and ONNX Runtime sessio
 small conv model."""
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np

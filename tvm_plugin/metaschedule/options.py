@@ -14,7 +14,6 @@ from typing import Any, Callable, Mapping
 from dcoc.errors import DcocError
 from dcoc.tuners import DEFAULT as DEFAULT_TUNER
 
-
 #: the trial budget of a run with ``trials=None``: its ``time_budget`` ends it
 #: (``dcoc.api.checks.MAX_TRIALS``, the most any run takes)
 UNLIMITED = 1_000_000

@@ -1,24 +1,20 @@
-"""dcoc tuners as MetaSchedule search strategies, and MetaSchedule tasks as dcoc tasks.
+"""dcoc tuners as MetaSchedule search strategies: :class:`TunerStrategy`, and
+:func:`make_strategy`, the strategy (dcoc's or MetaSchedule's own) a tuner name runs.
 
-Two adapters between MetaSchedule (TVM 0.27) and :mod:`dcoc.tuners`, both on the knob
-view of design-space traces (:mod:`tvm_plugin.metaschedule.trace_space`):
+:class:`TunerStrategy` is a ``PySearchStrategy`` on the knob view of design-space traces
+(:mod:`tvm_plugin.metaschedule.trace_space`) that lets any dcoc tuner (the default
+``surrogate``, ``dcoc``, ``dcoc-frozen``, ``xgb``, ``rl``, ``chameleon``, ``ga``,
+``random``, ``grid``, ``sweep``) search inside ``ms.tune_tasks`` /
+``ms.relax_integration.tune_relax``::
 
-* :class:`TunerStrategy` -- a ``PySearchStrategy`` that lets any dcoc tuner (the default
-  ``surrogate``, ``dcoc``, ``dcoc-frozen``, ``xgb``, ``rl``, ``chameleon``, ``ga``,
-  ``random``, ``grid``, ``sweep``) search inside ``ms.tune_tasks`` /
-  ``ms.relax_integration.tune_relax``::
+    db = ms.relax_integration.tune_relax(mod, {}, target, work_dir, 256,
+                                         strategy=TunerStrategy(seed=0, max_trials_global=256),
+                                         cost_model="random")
 
-      db = ms.relax_integration.tune_relax(mod, {}, target, work_dir, 256,
-                                           strategy=TunerStrategy(seed=0, max_trials_global=256),
-                                           cost_model="random")
-
-  With few trials per task a DCOC-family tuner also ranks with program features shared
-  across the run's tasks (:mod:`tvm_plugin.metaschedule.program`).
-* :class:`MetaScheduleMeasurer` + :func:`ms_tuning_task` -- the AutoTVM-style way round:
-  a :class:`dcoc.search.TuningTask` for one MetaSchedule task and a
-  :class:`dcoc.search.Measurer` that builds and runs its configs, so
-  ``dcoc.tuners.create("xgb", task).tune(n, measure_option(MetaScheduleMeasurer()))``
-  works on llvm.
+With few trials per task a DCOC-family tuner also ranks with program features shared
+across the run's tasks (:mod:`tvm_plugin.metaschedule.program`); with a pre-trained prior
+(:mod:`tvm_plugin.metaschedule.prior`) it ranks each task's warm-up.  The other way round,
+a MetaSchedule task tuned by a dcoc tuner's own loop, is :mod:`tvm_plugin.metaschedule.adapter`.
 
 MetaSchedule contract kept by :class:`TunerStrategy`:
 
@@ -69,16 +65,15 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Sequence
+from typing import Any, Mapping
 
 from tvm.ir.utils import derived_object  # noqa: E402 - tvm_plugin is the tvm side
 from tvm.s_tir.meta_schedule.arg_info import ArgInfo
 from tvm.s_tir.meta_schedule.search_strategy import MeasureCandidate, PySearchStrategy
 
-from dcoc.search.measure import MeasureErrorNo, MeasureInput, Measurer, MeasureResult
+from dcoc.search.measure import MeasureErrorNo, MeasureInput, MeasureResult
 from dcoc.search.msdb import FAILED_SECS
 from dcoc.search.space import Space
-from dcoc.search.tuning_task import TuningTask
 from dcoc.seeding import child_seed
 from dcoc.tuners import DEFAULT as DEFAULT_TUNER
 from tvm_plugin.metaschedule.build import preload_tensor_intrin
@@ -206,7 +201,7 @@ class _TunerStrategy(PySearchStrategy):
         self.history: list = []   # (trial, cost s, wall s) per measured candidate
         self._t0 = time.perf_counter()
         if self.warm_start and database is not None:
-            self._warm_start(database)
+            _warm_start(self, database)
         self.budget = max(0, self.max_trials - self.recorded)
         self.state["used"] += self.recorded
         self.overhead = time.perf_counter() - t0
@@ -353,41 +348,11 @@ class _TunerStrategy(PySearchStrategy):
         total = self.state.get("max_trials_global", self.max_trials)
         return min(float(self.max_trials), total / max(1, self.state.get("run_tasks", 1)))
 
-    def _prior_warmup(self) -> None:
-        """With a pre-trained prior (:mod:`tvm_plugin.metaschedule.prior`): rank ``SAMPLE``
-        random valid points of the task by it and make them the tuner's warm-up, best
-        first (once per task and run; a later phase reuses the ranking)."""
-        seed_warmup = getattr(self.tuner, "seed_warmup", None)
-        if self.prior is None or seed_warmup is None or self.ran == "grid":
-            return
-        import numpy as np
-
-        from tvm_plugin.metaschedule.features import MSProgramFeatures
-        from tvm_plugin.metaschedule.prior import SAMPLE
-
-        ranked = self.state.setdefault("prior_warmup", {})
-        if self.name not in ranked:
-            try:
-                feats = MSProgramFeatures(self.tspace, self.context, keep=SAMPLE)
-            except Exception:  # noqa: BLE001 - no features for this task: the usual warm-up
-                ranked[self.name] = None
-                return
-            pts = self.tuner.problem.random_valid(SAMPLE, exclude=set())
-            if not pts:
-                ranked[self.name] = None
-                return
-            X = feats(np.array(pts, dtype=np.int64))
-            ranked[self.name] = [pts[i] for i in self.prior.rank(X)]
-            self.prior_features = feats
-            self.prior_seconds = feats.seconds
-        if ranked[self.name]:
-            seed_warmup(ranked[self.name])
-
     def _size_tuner(self) -> None:
         """Before the first batch every task of the run is known: with fewer trials per task
         than ``program.few_trials_below``, a DCOC-family tuner gets a program-feature ranker
         that learns from the run's shared pool."""
-        self._prior_warmup()
+        _prior_warmup(self)
         attach = getattr(self.tuner, "attach_ranker", None)
         if attach is None or not self.per_task() < self.program.few_trials_below:
             return
@@ -402,48 +367,6 @@ class _TunerStrategy(PySearchStrategy):
         attach(ProgramRanker(self.tuner.problem, feats, pool, self.name, self.program))
         self.features = feats
         self._publish()
-
-    def _warm_start(self, database) -> None:
-        """Replay the database's records of this task into the tuner and the caches."""
-        import tvm_ffi
-
-        mod = self.context.mod
-        if not database.has_workload(mod):
-            return
-        wl = database.commit_workload(mod)
-        want = str(self.context.target)
-        mod_hash = tvm_ffi.structural_hash(mod)
-        same: dict = {}  # workload handle -> is it this task's workload
-        pairs = []
-        for rec in database.get_all_tuning_records():
-            w = rec.workload
-            k = w.__chandle__()
-            if k not in same:
-                same[k] = bool(w.same_as(wl) or tvm_ffi.structural_hash(w.mod) == mod_hash)
-            if not same[k]:
-                continue
-            if rec.target is not None and str(rec.target) != want:
-                continue
-            self.recorded += 1
-            cfg = self.tspace.config_of_trace(rec.trace)
-            if cfg is None:
-                continue
-            r = record_result(rec)
-            key = Space.key(cfg)
-            if key in self.by_key:
-                continue
-            self.by_key[key] = r
-            sch = self.tspace.apply(cfg)
-            if sch is not None:
-                self.by_hash.setdefault(schedule_hash(sch), r)
-            pairs.append((MeasureInput(self.task.target, self.task, cfg), r))
-            if r.valid and r.cost < self.best_cost:
-                self.best_cost, self.best_config = r.cost, dict(cfg)
-                self.best_trace = rec.trace
-        if pairs:
-            self.tuner.load_history(pairs)
-            for inp, _ in pairs:
-                self.tuner.mark_visited(inp.config)
 
     def _publish(self, done: bool = False) -> None:
         if self.tspace is None:
@@ -469,6 +392,81 @@ class _TunerStrategy(PySearchStrategy):
                 getattr(self.tuner, "problem", None), "fit_seconds", 0.0)), 3),
             "done": done,
         }
+
+
+def _warm_start(st, database) -> None:
+    """Replay the database's records of the task of ``st`` (a strategy) into its tuner and
+    caches."""
+    import tvm_ffi
+
+    mod = st.context.mod
+    if not database.has_workload(mod):
+        return
+    wl = database.commit_workload(mod)
+    want = str(st.context.target)
+    mod_hash = tvm_ffi.structural_hash(mod)
+    same: dict = {}  # workload handle -> is it this task's workload
+    pairs = []
+    for rec in database.get_all_tuning_records():
+        w = rec.workload
+        k = w.__chandle__()
+        if k not in same:
+            same[k] = bool(w.same_as(wl) or tvm_ffi.structural_hash(w.mod) == mod_hash)
+        if not same[k]:
+            continue
+        if rec.target is not None and str(rec.target) != want:
+            continue
+        st.recorded += 1
+        cfg = st.tspace.config_of_trace(rec.trace)
+        if cfg is None:
+            continue
+        r = record_result(rec)
+        key = Space.key(cfg)
+        if key in st.by_key:
+            continue
+        st.by_key[key] = r
+        sch = st.tspace.apply(cfg)
+        if sch is not None:
+            st.by_hash.setdefault(schedule_hash(sch), r)
+        pairs.append((MeasureInput(st.task.target, st.task, cfg), r))
+        if r.valid and r.cost < st.best_cost:
+            st.best_cost, st.best_config = r.cost, dict(cfg)
+            st.best_trace = rec.trace
+    if pairs:
+        st.tuner.load_history(pairs)
+        for inp, _ in pairs:
+            st.tuner.mark_visited(inp.config)
+
+
+def _prior_warmup(st) -> None:
+    """With a pre-trained prior (:mod:`tvm_plugin.metaschedule.prior`): rank ``SAMPLE``
+    random valid points of the task of ``st`` (a strategy) by it and make them its tuner's
+    warm-up, best first (once per task and run; a later phase reuses the ranking)."""
+    seed_warmup = getattr(st.tuner, "seed_warmup", None)
+    if st.prior is None or seed_warmup is None or st.ran == "grid":
+        return
+    import numpy as np
+
+    from tvm_plugin.metaschedule.features import MSProgramFeatures
+    from tvm_plugin.metaschedule.prior import SAMPLE
+
+    ranked = st.state.setdefault("prior_warmup", {})
+    if st.name not in ranked:
+        try:
+            feats = MSProgramFeatures(st.tspace, st.context, keep=SAMPLE)
+        except Exception:  # noqa: BLE001 - no features for this task: the usual warm-up
+            ranked[st.name] = None
+            return
+        pts = st.tuner.problem.random_valid(SAMPLE, exclude=set())
+        if not pts:
+            ranked[st.name] = None
+            return
+        X = feats(np.array(pts, dtype=np.int64))
+        ranked[st.name] = [pts[i] for i in st.prior.rank(X)]
+        st.prior_features = feats
+        st.prior_seconds = feats.seconds
+    if ranked[st.name]:
+        seed_warmup(ranked[st.name])
 
 
 def _model_rounds(tuner) -> int | None:
@@ -503,131 +501,81 @@ program: :class:`~tvm_plugin.metaschedule.program.ProgramConfig` -- when a DCOC-
 """
 
 
-# ============================================================================ adapter
-def ms_tuning_task(task, target=None, name: str | None = None, seed: int = 0,
-                   num_threads: int | None = None) -> TuningTask:
-    """A :class:`dcoc.search.TuningTask` over one MetaSchedule task's knob view.
+# ============================================================================ choice
+#: how MetaSchedule's own strategies run -- the names are :data:`dcoc.tuners.METASCHEDULE`'s
+#: (the one name table; every other name is a dcoc tuner): (their class in
+#: ``ms.search_strategy``, the cost model they want, what they run in words)
+MS_STRATEGIES = {
+    "evolutionary": ("EvolutionarySearch", "xgb",
+                     "MetaSchedule EvolutionarySearch (its defaults) + XGBoost cost model"),
+    "replay-trace": ("ReplayTrace", "random",
+                     "MetaSchedule ReplayTrace: random traces, no cost model"),
+}
 
-    ``task``: a :class:`dcoc.tasks.Task` with ``ms_task`` (from
-    :func:`tvm_plugin.frontend.extract_tasks`), a MetaSchedule ``ExtractedTask``, or an
-    IRModule / PrimFunc (then ``target`` is required).  ``payload`` is the
-    :class:`~tvm_plugin.metaschedule.trace_space.TraceSpace`.
+
+def make_strategy(tuner: str = DEFAULT_TUNER, seed: int = 0,
+                  tuner_kwargs: Mapping | None = None, population: int | None = None,
+                  prior=False):
+    """The MetaSchedule strategy for a ``tuner`` name, and the cost model it wants.
+
+    dcoc tuners (names or specs) -> (TunerStrategy, ``"random"``: the tuner owns its model).
+    ``"evolutionary"`` -> (EvolutionarySearch at its defaults, ``population_size=population``
+    if given; ``"xgb"``: MetaSchedule's XGBoost cost model).
+    ``"replay-trace"`` -> (ReplayTrace, ``"random"``: it uses no cost model).
     """
-    ms_task = getattr(task, "ms_task", None)
-    if ms_task is not None:
-        name = name or task.name
-        task = ms_task
-    if hasattr(task, "dispatched"):  # ExtractedTask
-        mod, target, name = task.dispatched[0], target or task.target, name or task.task_name
-    else:
-        mod = task
-    if target is None:
-        raise ValueError("ms_tuning_task needs a target for a bare module")
-    from tvm_plugin.metaschedule.build import resolve_tvm_target
-
-    if not hasattr(target, "kind"):
-        target = resolve_tvm_target(target)
-    ts = TraceSpace.from_mod(mod, target, name or "task", seed=seed, num_threads=num_threads)
-    return ts.tuning_task()
-
-
-class MetaScheduleMeasurer(Measurer):
-    """Build and run configs of a :func:`ms_tuning_task` with MetaSchedule's builder/runner.
-
-    builder: ``"persistent"`` (default, :class:`tvm_plugin.metaschedule.build.PersistentBuilder` with
-        ``fast_build``), ``"local"`` or a Builder.
-    runner: ``"local"``, ``"rpc://HOST:PORT/KEY"`` or a Runner.
-    database: optional MetaSchedule Database; every measurement is committed to it (so a
-        run through this adapter compiles with ``compile_model`` like a tune_relax run).
-    n_parallel: batch size the tuner's ``tune()`` uses (builds run in parallel).
-    Identical schedules (structural hash) are measured once; repeats get the first result
-    with ``info["cached"] = True``.
-    """
-
-    def __init__(self, builder: Any = "persistent", runner: Any = "local", database=None,
-                 n_parallel: int = 16, timeout_sec: float = 30.0):
-        from tvm_plugin.metaschedule.build import make_builder, make_runner
-
-        self._own_builder = isinstance(builder, str)
-        self.builder = make_builder(builder) if isinstance(builder, str) else builder
-        self.runner = make_runner(runner, timeout_sec=timeout_sec)
-        self.database = database
-        self.n_parallel = int(n_parallel)
-        self._cache: dict = {}
-
-    def measure(self, task: TuningTask, configs: Sequence[dict]) -> list[MeasureResult]:
-        from tvm.s_tir.meta_schedule.builder import BuilderInput
-        from tvm.s_tir.meta_schedule.runner import RunnerInput
-
-        from tvm_plugin.metaschedule.build import device_type, remove_artifact
-
-        ts: TraceSpace = task.payload
-        t0 = time.perf_counter()
-        out: list = [None] * len(configs)
-        todo = []  # (index, sch, hash, args_info)
-        first: dict = {}
-        for i, cfg in enumerate(configs):
-            sch = ts.apply(cfg)
-            if sch is None:
-                out[i] = MeasureResult.error(MeasureErrorNo.INSTANTIATION_ERROR,
-                                             "decisions cannot be applied to the design space")
-                continue
-            h = schedule_hash(sch)
-            if h in self._cache:
-                r = self._cache[h]
-                out[i] = MeasureResult(r.costs, r.error_no, 0.0, None, r.error_msg,
-                                       {**r.info, "cached": True})
-                continue
-            if h in first:
-                todo.append((i, None, h, None))
-                continue
-            first[h] = i
-            todo.append((i, sch, h, ArgInfo.from_entry_func(sch.mod, remove_preproc=True)))
-        fresh = [t for t in todo if t[1] is not None]
-        if fresh:
-            built = self.builder.build([BuilderInput(s.mod, ts.target) for _, s, _, _ in fresh])
-            run_idx, run_inputs = [], []
-            for (i, s, h, args), b in zip(fresh, built):
-                if b.error_msg is not None:
-                    out[i] = MeasureResult.error(_error_code("builder " + b.error_msg),
-                                                 b.error_msg)
-                else:
-                    run_idx.append((i, s, h, args, b.artifact_path))
-                    run_inputs.append(RunnerInput(b.artifact_path, device_type(ts.target), args))
-            if run_inputs:
-                futures = self.runner.run(run_inputs)
-                for (i, s, h, args, path), fut in zip(run_idx, futures):
-                    out[i] = runner_result(fut.result())
-                    remove_artifact(path)
-            wall = (time.perf_counter() - t0) / max(1, len(fresh))
-            for i, s, h, args in fresh:
-                r = out[i]
-                out[i] = r = MeasureResult(r.costs, r.error_no, wall, r.timestamp, r.error_msg,
-                                           r.info)
-                self._cache[h] = r
-                if self.database is not None:
-                    self._commit(ts, s, args, r)
-        for i, s, h, args in todo:
-            if s is None:
-                r = self._cache[h]
-                out[i] = MeasureResult(r.costs, r.error_no, 0.0, None, r.error_msg,
-                                       {**r.info, "cached": True})
-        return out
-
-    def _commit(self, ts: TraceSpace, sch, args, r: MeasureResult) -> None:
+    name = str(tuner).lower()
+    if name in MS_STRATEGIES:
         from tvm.s_tir import meta_schedule as ms
 
-        wl = self.database.commit_workload(ts.mod)
-        secs = list(r.costs) if r.valid else [1e10]
-        self.database.commit_tuning_record(
-            ms.database.TuningRecord(sch.trace, wl, secs, ts.target, args))
-
-    def close(self) -> None:
-        if self._own_builder:
-            from tvm_plugin.metaschedule.build import close_builder
-
-            close_builder(self.builder)
+        cls, cost_model, _ = MS_STRATEGIES[name]
+        kw = {"population_size": int(population)} if population and name == "evolutionary" else {}
+        return getattr(ms.search_strategy, cls)(**kw), cost_model
+    return TunerStrategy(tuner=str(tuner), seed=seed, tuner_kwargs=dict(tuner_kwargs or {}),
+                         prior=_load_prior(tuner, prior)), "random"
 
 
-__all__ = ["TunerStrategy", "MetaScheduleMeasurer", "ms_tuning_task",
+def _load_prior(tuner, prior):
+    """The pre-trained start for a DCOC-family tuner (``prior``: True = the shipped one, a
+    path, or False), None for the others (they have their own warm-up)."""
+    from dcoc.tuners import DCOC_FAMILY, parse
+
+    if prior is False or prior is None or parse(tuner)[0] not in DCOC_FAMILY:
+        return None
+    from tvm_plugin.metaschedule.prior import load_prior
+
+    return load_prior(prior)
+
+
+def describe_method(tuner, tasks: dict) -> str:
+    """What ran, in words: the tuner's algorithm, whether its model ever chose what to
+    measure, on how many tasks program features ranked, and the tasks with nothing to
+    tune (one fixed schedule)."""
+    name = str(tuner).lower()
+    if name in MS_STRATEGIES:
+        return MS_STRATEGIES[name][2]
+    from dcoc.tuners import describe
+
+    text = describe(tuner)
+    searched = [t for t in tasks.values() if t.get("ran", t.get("tuner")) != "grid"
+                and t.get("trials", 0) + t.get("recorded", 0) > 0]
+    fixed = sum(1 for t in tasks.values() if t.get("ran") == "grid" and t.get("trials", 0)
+                + t.get("recorded", 0) > 0)
+    parts = []
+    rounds = [t.get("model_rounds") for t in searched]
+    if searched and all(r is not None for r in rounds):
+        guided = sum(1 for r in rounds if r)
+        parts.append("its model never chose a trial (every trial was the initial sample)"
+                     if not guided else f"model-guided on {guided} of {len(searched)} searched tasks")
+    n_prior = sum(1 for t in tasks.values() if t.get("prior"))
+    if n_prior:
+        parts.append(f"pre-trained start on {n_prior} of {len(tasks)} tasks")
+    n = sum(1 for t in tasks.values() if t.get("program_features"))
+    if n:
+        parts.append(f"program features on {n} of {len(tasks)} tasks")
+    if fixed:
+        parts.append(f"{fixed} task{'s' if fixed > 1 else ''} with one fixed schedule")
+    return text + ("; " + ", ".join(parts) if parts else "")
+
+
+__all__ = ["TunerStrategy", "MS_STRATEGIES", "make_strategy", "describe_method",
            "runner_result", "record_result"]

@@ -52,7 +52,6 @@ from typing import Any, Mapping, Sequence
 
 from dcoc.errors import DcocError, TargetError
 from dcoc.reference import speed_line, untuned_phrase
-from dcoc.tuners import DEFAULT as DEFAULT_TUNER
 from tvm_plugin.metaschedule.database import (
     drop_slower_than_untuned,
     previous_history,
@@ -68,89 +67,14 @@ from tvm_plugin.metaschedule.progress import (
     say,
     silence_metaschedule,
 )
-from tvm_plugin.metaschedule.timeline import TimeProfile, format_profile
+from tvm_plugin.metaschedule.strategy import MS_STRATEGIES, describe_method, make_strategy
 from tvm_plugin.metaschedule.task_budget import (
     BudgetScheduler,
     batch_size,
     coverage_warning,
     first_round_order,
 )
-
-#: how MetaSchedule's own strategies run -- the names are :data:`dcoc.tuners.METASCHEDULE`'s
-#: (the one name table; every other name is a dcoc tuner): (their class in
-#: ``ms.search_strategy``, the cost model they want, what they run in words)
-MS_STRATEGIES = {
-    "evolutionary": ("EvolutionarySearch", "xgb",
-                     "MetaSchedule EvolutionarySearch (its defaults) + XGBoost cost model"),
-    "replay-trace": ("ReplayTrace", "random",
-                     "MetaSchedule ReplayTrace: random traces, no cost model"),
-}
-
-
-def make_strategy(tuner: str = DEFAULT_TUNER, seed: int = 0,
-                  tuner_kwargs: Mapping | None = None, population: int | None = None,
-                  prior=False):
-    """The MetaSchedule strategy for a ``tuner`` name, and the cost model it wants.
-
-    dcoc tuners (names or specs) -> (TunerStrategy, ``"random"``: the tuner owns its model).
-    ``"evolutionary"`` -> (EvolutionarySearch at its defaults, ``population_size=population``
-    if given; ``"xgb"``: MetaSchedule's XGBoost cost model).
-    ``"replay-trace"`` -> (ReplayTrace, ``"random"``: it uses no cost model).
-    """
-    name = str(tuner).lower()
-    if name in MS_STRATEGIES:
-        from tvm.s_tir import meta_schedule as ms
-
-        cls, cost_model, _ = MS_STRATEGIES[name]
-        kw = {"population_size": int(population)} if population and name == "evolutionary" else {}
-        return getattr(ms.search_strategy, cls)(**kw), cost_model
-    from tvm_plugin.metaschedule.strategy import TunerStrategy
-
-    return TunerStrategy(tuner=str(tuner), seed=seed, tuner_kwargs=dict(tuner_kwargs or {}),
-                         prior=_load_prior(tuner, prior)), "random"
-
-
-def _load_prior(tuner, prior):
-    """The pre-trained start for a DCOC-family tuner (``prior``: True = the shipped one, a
-    path, or False), None for the others (they have their own warm-up)."""
-    from dcoc.tuners import DCOC_FAMILY, parse
-
-    if prior is False or prior is None or parse(tuner)[0] not in DCOC_FAMILY:
-        return None
-    from tvm_plugin.metaschedule.prior import load_prior
-
-    return load_prior(prior)
-
-
-def _method(tuner, tasks: dict) -> str:
-    """What ran, in words: the tuner's algorithm, whether its model ever chose what to
-    measure, on how many tasks program features ranked, and the tasks with nothing to
-    tune (one fixed schedule)."""
-    name = str(tuner).lower()
-    if name in MS_STRATEGIES:
-        return MS_STRATEGIES[name][2]
-    from dcoc.tuners import describe
-
-    text = describe(tuner)
-    searched = [t for t in tasks.values() if t.get("ran", t.get("tuner")) != "grid"
-                and t.get("trials", 0) + t.get("recorded", 0) > 0]
-    fixed = sum(1 for t in tasks.values() if t.get("ran") == "grid" and t.get("trials", 0)
-                + t.get("recorded", 0) > 0)
-    parts = []
-    rounds = [t.get("model_rounds") for t in searched]
-    if searched and all(r is not None for r in rounds):
-        guided = sum(1 for r in rounds if r)
-        parts.append("its model never chose a trial (every trial was the initial sample)"
-                     if not guided else f"model-guided on {guided} of {len(searched)} searched tasks")
-    n_prior = sum(1 for t in tasks.values() if t.get("prior"))
-    if n_prior:
-        parts.append(f"pre-trained start on {n_prior} of {len(tasks)} tasks")
-    n = sum(1 for t in tasks.values() if t.get("program_features"))
-    if n:
-        parts.append(f"program features on {n} of {len(tasks)} tasks")
-    if fixed:
-        parts.append(f"{fixed} task{'s' if fixed > 1 else ''} with one fixed schedule")
-    return text + ("; " + ", ".join(parts) if parts else "")
+from tvm_plugin.metaschedule.timeline import TimeProfile, format_profile
 
 
 def _py(x):
@@ -325,7 +249,7 @@ def _tune_model(m, spec, tasks, opts: MetaScheduleOptions, runner, work_dir: str
         target=str(spec.tvm), tuner=str(opts.tuner), seed=int(opts.seed),
         latency_ms=float(t.latency), baseline_latency_ms=float(t.baseline), trials=int(run.n_records),
         schedules=schedules, history=run.prog.history, layers=layers,
-        method=_method(opts.tuner, strat_results), model=m.name, work_dir=work_dir,
+        method=describe_method(opts.tuner, strat_results), model=m.name, work_dir=work_dir,
         wall_seconds=time.perf_counter() - t_start, executable=ex,
         extra={"target_kind": spec.kind, "new_trials": run.prog.total,
                "recorded_trials": run.n_recorded,
@@ -625,4 +549,4 @@ def MEASURE_CALLBACKS() -> list:  # noqa: N802
     return list(ms.measure_callback.MeasureCallback.create("default"))
 
 
-__all__ = ["tune_model", "make_strategy", "MS_STRATEGIES", "MetaScheduleOptions", "ModelTuning"]
+__all__ = ["tune_model", "MetaScheduleOptions", "ModelTuning"]
