@@ -73,3 +73,15 @@ def test_pyproject_declares_no_machine_specific_caps():
     torch_req = [d for d in proj["dependencies"] if d.startswith("torch")]
     assert torch_req and "<" not in torch_req[0], torch_req  # a floor, no cap from one machine
     assert set(proj["optional-dependencies"]) >= {"test", "dev"}
+
+
+def test_the_pre_trained_cost_model_ships_in_the_package():
+    # setuptools copies a package's non-Python files only where package-data names them
+    tomllib = pytest.importorskip("tomllib")
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        data = tomllib.load(f)["tool"]["setuptools"]["package-data"]
+    pkg = os.path.join(ROOT, "tvm_plugin", "metaschedule")
+    shipped = {os.path.relpath(p, pkg) for pat in data["tvm_plugin.metaschedule"]
+               for p in glob.glob(os.path.join(pkg, pat))}
+    assert {"data/cpu_prior.json", "data/cpu_prior.ubj"} <= shipped
