@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dcoc.errors import DcocError
+from dcoc.search.msdb import FAILED_SECS
 
 #: the program features the prior reads (what a model file must have been trained on)
 FEATURE_VERSION = {"extractor": "PerStoreFeature", "aggregate": "sum_max", "dim": 328,
@@ -73,11 +74,6 @@ class Prior:
     def rank(self, X: np.ndarray) -> np.ndarray:
         """Row indices, best predicted first (ties keep their order)."""
         return np.argsort(-self.predict(X), kind="stable")
-
-    def describe(self) -> str:
-        m = self.meta
-        return (f"pre-trained start ({os.path.basename(self.path)}: {m.get('rows')} records of "
-                f"{m.get('tasks')} tasks of {', '.join(m.get('models', []))})")
 
 
 def load_prior(spec=True) -> Prior | None:
@@ -148,7 +144,7 @@ def records_features(work_dir: str, target=None) -> list[tuple[str, np.ndarray, 
             if sch is None:
                 continue
             secs = [float(x) for x in rec.run_secs] if rec.run_secs is not None else []
-            ok = bool(secs) and all(0.0 < s < 1e9 for s in secs)
+            ok = bool(secs) and all(0.0 < s < FAILED_SECS for s in secs)
             schs.append(sch)
             costs.append(float(np.mean(secs)) if ok else np.inf)
         if not schs or not np.isfinite(costs).any():

@@ -32,14 +32,20 @@ class TimeProfile:
 
     def __init__(self):
         self.seconds: dict = defaultdict(float)
-        self.calls: dict = defaultdict(int)
         self.candidates: dict = defaultdict(int)
         self._cb_start = None
 
     def add(self, part: str, seconds: float, candidates: int = 0) -> None:
         self.seconds[part] += float(seconds)
-        self.calls[part] += 1
         self.candidates[part] += int(candidates)
+
+    def _timed(self, part: str, call, inputs):
+        """``call(inputs)``, its wall time counted as ``part`` over ``len(inputs)`` candidates."""
+        t0 = time.perf_counter()
+        try:
+            return call(inputs)
+        finally:
+            self.add(part, time.perf_counter() - t0, len(inputs))
 
     # ------------------------------------------------------------ wrappers
     def builder(self, inner):
@@ -52,11 +58,7 @@ class TimeProfile:
         @derived_object
         class TimedBuilder(PyBuilder):
             def build(self, build_inputs):
-                t0 = time.perf_counter()
-                try:
-                    return inner.build(build_inputs)
-                finally:
-                    prof.add("build", time.perf_counter() - t0, len(build_inputs))
+                return prof._timed("build", inner.build, build_inputs)
 
         return TimedBuilder()
 
@@ -71,11 +73,7 @@ class TimeProfile:
         @derived_object
         class TimedRunner(PyRunner):
             def run(self, runner_inputs):
-                t0 = time.perf_counter()
-                try:
-                    return inner.run(runner_inputs)
-                finally:
-                    prof.add("run", time.perf_counter() - t0, len(runner_inputs))
+                return prof._timed("run", inner.run, runner_inputs)
 
         return TimedRunner()
 
