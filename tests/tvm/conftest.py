@@ -12,21 +12,30 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 
-def conv_onnx(n=1, c=16, h=16, w=16, oc=16, k=3, stride=1, pad=1, relu=True, seed=0):
-    """A Conv(+bias)(+ReLU) ONNX model with deterministic weights; input ``x``."""
+def conv_onnx(n=1, c=16, h=16, w=16, oc=16, k=3, stride=1, pad=1, relu=True, seed=0,
+              bn=False, groups=1):
+    """A Conv(+bias)(+BatchNormalization)(+ReLU) ONNX model with deterministic weights;
+    input ``x``."""
     rng = np.random.default_rng(seed)
-    W = (rng.standard_normal((oc, c, k, k)) * 0.1).astype("float32")
+    W = (rng.standard_normal((oc, c // groups, k, k)) * 0.1).astype("float32")
     B = (rng.standard_normal((oc,)) * 0.1).astype("float32")
-    out = "c" if relu else "y"
+    inits = [numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")]
+    out = "c" if relu or bn else "y"
     nodes = [helper.make_node("Conv", ["x", "W", "B"], [out], kernel_shape=[k, k],
-                              strides=[stride] * 2, pads=[pad] * 4)]
+                              strides=[stride] * 2, pads=[pad] * 4, group=groups)]
+    if bn:
+        for name, v in [("gamma", rng.uniform(0.5, 1.5, oc)), ("beta", rng.normal(0, .1, oc)),
+                        ("mean", rng.normal(0, .1, oc)), ("var", rng.uniform(0.5, 1.5, oc))]:
+            inits.append(numpy_helper.from_array(v.astype("float32"), name))
+        nodes.append(helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"],
+                                      ["n" if relu else "y"]))
     if relu:
-        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+        nodes.append(helper.make_node("Relu", ["n" if bn else "c"], ["y"]))
     oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
     g = helper.make_graph(
         nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, c, h, w])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, oc, oh, ow])],
-        initializer=[numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")])
+        initializer=inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     return m

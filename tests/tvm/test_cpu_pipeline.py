@@ -151,3 +151,68 @@ def test_bench_cpu_appends_rows_as_it_goes_and_a_rerun_resumes(tmp_path):
     assert [r["kind"] for r in again].count("tuning") == 1
     assert json.loads(out.read_text().splitlines()[0]) == tuning[0]
     assert len(out.read_text().splitlines()) == 4
+
+
+@pytest.mark.parametrize("groups", [1, 16])
+def test_batch_norm_folds_into_the_conv_weights_and_matches_onnxruntime(llvm, groups):
+    """Conv + bias + BatchNormalization + ReLU (dense and depthwise): the fused kernel's
+    epilogue is one add (no subtract/divide/multiply left), tasks and compile agree, and
+    the compiled model matches ONNX Runtime."""
+    from tvm_plugin.frontend import load
+    from tvm_plugin.metaschedule.build import compile_model
+
+    proto = conv_onnx(c=16, oc=16, h=10, w=10, bn=True, groups=groups)
+    m = load(proto, name="conv_bn")
+    (task,) = m.tasks(llvm)
+    assert re.fullmatch(r"fused_conv2d_add\d*_relu\d*", task.ms_task.task_name), \
+        task.ms_task.task_name
+    ex, report = compile_model(None, m.mod, llvm.tvm)
+    assert not [n for n in report["functions"] if re.search("subtract|divide|multiply", n)]
+    from tvm_plugin.metaschedule.build import make_model_runner
+
+    x = np.random.default_rng(2).standard_normal((1, 16, 10, 10)).astype("float32")
+    got = make_model_runner(ex, llvm.tvm, ["x"])({"x": x})[0]
+    np.testing.assert_allclose(got, _ort(proto, x), rtol=1e-4, atol=1e-5)
+
+
+def test_affine_chain_with_another_user_is_left_alone():
+    """A scale whose intermediate result is also used elsewhere is not folded (folding
+    would change that other use)."""
+    from tvm.script import relax as R
+
+    from tvm_plugin.frontend.folding import fold_affine_into_conv
+
+    w = np.ones((4, 2, 1, 1), "float32")
+    s = np.full((1, 4, 1, 1), 2.0, "float32")
+
+    @R.function
+    def main(x: R.Tensor((1, 2, 3, 3), "float32")):
+        with R.dataflow():
+            c = R.nn.conv2d(x, R.const(w))
+            d = R.multiply(c, R.const(s))
+            e = R.add(d, R.const(s))
+            f = R.add(e, d)
+            R.output(f)
+        return f
+
+    mod = tvm_module(main)
+    assert fold_affine_into_conv(mod).same_as(mod)
+
+    @R.function
+    def chain(x: R.Tensor((1, 2, 3, 3), "float32")):
+        with R.dataflow():
+            c = R.nn.conv2d(x, R.const(w))
+            d = R.multiply(c, R.const(s))
+            e = R.add(d, R.const(s))
+            R.output(e)
+        return e
+
+    folded = fold_affine_into_conv(tvm_module(chain))
+    text = folded["main"].script(show_meta=True)
+    assert "multiply" not in text and text.count("R.add") == 1
+
+
+def tvm_module(func):
+    import tvm
+
+    return tvm.IRModule({"main": func})
