@@ -246,20 +246,24 @@ def test_resolve_target_forms():
     assert resolve_target({"kind": "vta"}).is_vta
 
 
-def test_tasks_match_compile_relax_pipeline(monkeypatch):
-    """compile_relax(db, model.mod, ...) re-fuses the unfused module itself; the module it
-    hands to MetaScheduleApplyDatabase must yield exactly our MetaSchedule tasks, or every
-    database lookup would miss (TVM notes section 7)."""
+@pytest.mark.parametrize("which", ["transformer", "conv_bn"])
+def test_tasks_match_compile_relax_pipeline(monkeypatch, which):
+    """compile_relax(db, fold_affine_into_conv(model.mod), ...) re-fuses the unfused module
+    itself; the module it hands to MetaScheduleApplyDatabase must yield exactly our
+    MetaSchedule tasks, or every database lookup would miss (TVM notes section 7)."""
     import tvm
     import tvm_ffi
     from tvm import relax
     from tvm.s_tir import meta_schedule as ms
 
+    from tests.tvm.conftest import conv_onnx
     from tvm_plugin.frontend import load, lowering, resolve_target
+    from tvm_plugin.frontend.folding import fold_affine_into_conv
 
     # compile_relax knows nothing of weight prepacking (compile_model applies it)
     monkeypatch.setattr(lowering, "PREPACK_WEIGHTS", False)
-    model = load("transformer")
+    model = load("transformer") if which == "transformer" else \
+        load(conv_onnx(c=8, oc=8, h=8, w=8, bn=True), name="conv_bn")
     spec = resolve_target({"kind": "llvm", "num-cores": 2})
     ours = model.tasks(spec)
     captured = {}
@@ -273,8 +277,8 @@ def test_tasks_match_compile_relax_pipeline(monkeypatch):
         return _pass
 
     monkeypatch.setattr(relax.transform, "MetaScheduleApplyDatabase", capture)
-    ms.relax_integration.compile_relax(ms.database.MemoryDatabase(), model.mod, spec.tvm,
-                                       params={})
+    ms.relax_integration.compile_relax(ms.database.MemoryDatabase(),
+                                       fold_affine_into_conv(model.mod), spec.tvm, params={})
     theirs = ms.relax_integration.extract_tasks(captured["mod"], spec.tvm)
     assert {t.task_name: (int(t.weight), tvm_ffi.structural_hash(t.dispatched[0]))
             for t in theirs} == \
