@@ -248,7 +248,7 @@ def test_resolve_target_forms():
 
 @pytest.mark.parametrize("which", ["transformer", "conv_bn"])
 def test_tasks_match_compile_relax_pipeline(monkeypatch, which):
-    """compile_relax(db, fold_affine_into_conv(model.mod), ...) re-fuses the unfused module
+    """compile_relax(db, rewrite_for_tvm(model.mod), ...) re-fuses the unfused module
     itself; the module it hands to MetaScheduleApplyDatabase must yield exactly our
     MetaSchedule tasks, or every database lookup would miss (TVM notes section 7)."""
     import tvm
@@ -258,7 +258,7 @@ def test_tasks_match_compile_relax_pipeline(monkeypatch, which):
 
     from tests.tvm.conftest import conv_onnx
     from tvm_plugin.frontend import load, lowering, resolve_target
-    from tvm_plugin.frontend.folding import fold_affine_into_conv
+    from tvm_plugin.frontend.rewrites import rewrite_for_tvm
 
     # compile_relax knows nothing of weight prepacking (compile_model applies it)
     monkeypatch.setattr(lowering, "PREPACK_WEIGHTS", False)
@@ -278,7 +278,7 @@ def test_tasks_match_compile_relax_pipeline(monkeypatch, which):
 
     monkeypatch.setattr(relax.transform, "MetaScheduleApplyDatabase", capture)
     ms.relax_integration.compile_relax(ms.database.MemoryDatabase(),
-                                       fold_affine_into_conv(model.mod), spec.tvm, params={})
+                                       rewrite_for_tvm(model.mod), spec.tvm, params={})
     theirs = ms.relax_integration.extract_tasks(captured["mod"], spec.tvm)
     assert {t.task_name: (int(t.weight), tvm_ffi.structural_hash(t.dispatched[0]))
             for t in theirs} == \

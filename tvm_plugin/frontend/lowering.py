@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dcoc.errors import ModelError, TargetError
 from tvm_plugin.frontend.common import _CALL_OPS, _first_line, _quiet_native_stderr
-from tvm_plugin.frontend.folding import fold_affine_into_conv
+from tvm_plugin.frontend.rewrites import rewrite_for_tvm
 from tvm_plugin.frontend.targets import resolve_target
 
 #: CPU weight prepacking (TVM's ``static_shape_tuning_pipeline(cpu_weight_prepack=True)``):
@@ -28,9 +28,10 @@ def lower_for_tuning(mod, target="llvm", label: str = "model", prepack: bool | N
 
     Runs ``library_dispatch_passes(target)``, ``LegalizeOps``, ``AnnotateTIROpPattern``,
     ``FoldConstant``, ``FuseOps``, ``FuseTIR`` under ``with target, PassContext(opt_level=3)``
-    after :func:`~tvm_plugin.frontend.folding.fold_affine_into_conv` (batch norm and bias
-    folded into the conv weights) -- exactly the preparation ``ms.relax_integration.compile_relax`` applies, so tasks
-    extracted from the result match the database keys compile_relax looks up.  Compile with
+    after :func:`~tvm_plugin.frontend.rewrites.rewrite_for_tvm` (batch norm and bias folded
+    into the conv weights, fast ``erf``) -- exactly the preparation
+    ``ms.relax_integration.compile_relax`` applies, so tasks extracted from the result match
+    the database keys compile_relax looks up.  Compile with
     the *unfused* module (``Model.mod``), never with this one (TVM notes section 7).
     On llvm targets :func:`prepack_weights` adds ``AttachAttrLayoutFreeBuffers`` (the
     tasks then see their weights as layout-free; ``compile_model`` does the same).
@@ -43,7 +44,7 @@ def lower_for_tuning(mod, target="llvm", label: str = "model", prepack: bool | N
         raise TargetError("lower_for_tuning needs a TVM target (llvm, cuda or a JSON dict), "
                           "not vta")
     t = spec.tvm
-    mod = fold_affine_into_conv(mod)
+    mod = rewrite_for_tvm(mod)
     try:
         from tvm.relax import pipeline as rp
 

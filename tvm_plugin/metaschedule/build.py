@@ -334,8 +334,8 @@ def compile_model(database, mod, target, params: Mapping | None = None,
                   min_tuned: int = 0, prepack: bool | None = None):
     """Compile the *unfused* Relax module ``mod`` with the schedules in ``database``.
 
-    Folds batch norm and bias into the conv weights (``fold_affine_into_conv``, as
-    ``lower_for_tuning`` does before task extraction), then runs the pipeline of
+    Applies ``rewrite_for_tvm`` (batch norm and bias folded into the conv weights, fast
+    ``erf``), as ``lower_for_tuning`` does before task extraction, then runs the pipeline of
     ``ms.relax_integration.compile_relax`` (library dispatch, LegalizeOps,
     AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR, then MetaScheduleApplyDatabase,
     DLight fallback on GPUs, lowering), and counts the fused PrimFuncs the database
@@ -365,8 +365,8 @@ def compile_model(database, mod, target, params: Mapping | None = None,
     from tvm.s_tir import meta_schedule as ms
 
     from tvm_plugin.frontend import _is_lowered
-    from tvm_plugin.frontend.folding import fold_affine_into_conv
     from tvm_plugin.frontend.lowering import attach_layout_free, prepack_weights
+    from tvm_plugin.frontend.rewrites import rewrite_for_tvm
 
     if _is_lowered(mod):
         raise DcocError("compile_model needs the unfused module (Model.mod / load_model()), "
@@ -375,7 +375,7 @@ def compile_model(database, mod, target, params: Mapping | None = None,
         database = ms.database.MemoryDatabase()
     if params:
         mod = BindParams("main", dict(params))(mod)
-    mod = fold_affine_into_conv(mod)
+    mod = rewrite_for_tvm(mod)
     try:
         dispatch = list(rp.library_dispatch_passes(target))
     except (ValueError, AttributeError):
