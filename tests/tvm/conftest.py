@@ -41,6 +41,27 @@ def conv_onnx(n=1, c=16, h=16, w=16, oc=16, k=3, stride=1, pad=1, relu=True, see
     return m
 
 
+def three_task_onnx(path: str) -> str:
+    """conv 3->8 (3x3) + relu, conv 8->8 (1x1), max pool on a 1x3x12x12 input ``x``: three
+    MetaSchedule tasks of unequal FLOP, saved to ``path`` (returned)."""
+    import onnx
+
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array((rng.standard_normal((8, 3, 3, 3)) * 0.1).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array((rng.standard_normal((8, 8, 1, 1)) * 0.1).astype(np.float32), "w2")
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["a"], ["b"]),
+         helper.make_node("Conv", ["b", "w2"], ["c"]),
+         helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
+        "three", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 6, 6])], [w1, w2])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def llvm():
     from tvm_plugin.frontend import resolve_target

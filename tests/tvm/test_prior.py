@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from dcoc.errors import DcocError
+from tests.tvm.conftest import three_task_onnx
 
 
 def test_shipped_prior_loads_with_this_feature_version_and_scores_programs():
@@ -67,7 +68,7 @@ def test_cli_refuses_a_mismatched_prior_before_tuning(copied, tmp_path):
     data = json.loads(copied.read_text())
     data["feature_version"]["tvm"] = "0.1"
     copied.write_text(json.dumps(data))
-    tiny = _tiny(str(tmp_path / "tiny.onnx"))
+    tiny = three_task_onnx(str(tmp_path / "tiny.onnx"))
     p = subprocess.run([sys.executable, "-m", "dcoc", "tune", tiny, "--target", "llvm",
                         "--trials", "2", "--prior", str(copied), "--work-dir", str(tmp_path / "w")],
                        capture_output=True, text=True, timeout=300)
@@ -80,32 +81,12 @@ def test_cli_refuses_a_mismatched_prior_before_tuning(copied, tmp_path):
     assert p.returncode == 2 and "llvm/cuda" in p.stderr and p.stderr.strip().count("\n") == 0
 
 
-def _tiny(path: str) -> str:
-    import onnx
-    from onnx import TensorProto as TP
-    from onnx import helper, numpy_helper
-
-    rng = np.random.default_rng(0)
-    w1 = numpy_helper.from_array((rng.standard_normal((16, 3, 3, 3)) * 0.1).astype(np.float32), "w1")
-    w2 = numpy_helper.from_array((rng.standard_normal((16, 16, 1, 1)) * 0.1).astype(np.float32), "w2")
-    g = helper.make_graph(
-        [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
-         helper.make_node("Relu", ["a"], ["b"]),
-         helper.make_node("Conv", ["b", "w2"], ["y"])],
-        "tiny", [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 16, 16])],
-        [helper.make_tensor_value_info("y", TP.FLOAT, [1, 16, 16, 16])], [w1, w2])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, path)
-    return path
-
-
 def test_prior_ranks_the_warm_up_by_default_and_the_model_matches_onnxruntime(tmp_path):
     import onnxruntime as ort
 
     from dcoc.api.cpu import tune_metaschedule
 
-    path = _tiny(str(tmp_path / "tiny.onnx"))
+    path = three_task_onnx(str(tmp_path / "tiny.onnx"))
     on = tune_metaschedule(path, "llvm", trials=8, seed=0, work_dir=str(tmp_path / "on"),
                            progress=False, baseline=False, onnxruntime=False, latency_repeat=1)
     off = tune_metaschedule(path, "llvm", trials=8, seed=0, work_dir=str(tmp_path / "off"),
@@ -117,7 +98,7 @@ def test_prior_ranks_the_warm_up_by_default_and_the_model_matches_onnxruntime(tm
     assert not any(t["prior"] for t in off.extra["tasks"])
     assert sum(t["feature_seconds"] for t in searched) > 0      # the sample was featurized
     assert on.extra["time_profile"]["seconds"]["features"] > 0
-    x = np.random.default_rng(1).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    x = np.random.default_rng(1).standard_normal((1, 3, 12, 12)).astype(np.float32)
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     got = on.run({"x": x})[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
@@ -132,8 +113,8 @@ def test_no_trial_limit_with_a_time_budget_and_the_time_profile_adds_up(tmp_path
         MetaScheduleOptions(trials=None)
     assert MetaScheduleOptions(trials=None, time_budget=1).trial_limit == UNLIMITED
     lines: list = []
-    r = tune_metaschedule(_tiny(str(tmp_path / "t.onnx")), "llvm", trials=None, time_budget=4,
-                          seed=0, work_dir=str(tmp_path / "w"), progress=lines.append,
+    r = tune_metaschedule(three_task_onnx(str(tmp_path / "t.onnx")), "llvm", trials=None,
+                          time_budget=4, seed=0, work_dir=str(tmp_path / "w"), progress=lines.append,
                           measure=False, baseline=False, prior=False)
     assert r.extra["stopped_on_time"]
     assert any("no trial limit" in ln for ln in lines)

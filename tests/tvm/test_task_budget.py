@@ -9,32 +9,11 @@ import math
 import os
 import re
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto as TP
-from onnx import helper, numpy_helper
 
 from dcoc.errors import DcocError
+from tests.tvm.conftest import three_task_onnx
 from tvm_plugin.metaschedule.task_budget import batch_size, coverage_warning, first_round_order
-
-
-def _three_task_model(path: str) -> str:
-    """conv 3->8 (3x3) + relu, conv 8->8 (1x1), max pool: three tasks of unequal FLOP."""
-    rng = np.random.default_rng(0)
-    w1 = numpy_helper.from_array((rng.standard_normal((8, 3, 3, 3)) * 0.1).astype(np.float32), "w1")
-    w2 = numpy_helper.from_array((rng.standard_normal((8, 8, 1, 1)) * 0.1).astype(np.float32), "w2")
-    g = helper.make_graph(
-        [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
-         helper.make_node("Relu", ["a"], ["b"]),
-         helper.make_node("Conv", ["b", "w2"], ["c"]),
-         helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
-        "three", [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 12, 12])],
-        [helper.make_tensor_value_info("y", TP.FLOAT, [1, 8, 6, 6])], [w1, w2])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, path)
-    return path
 
 
 def test_batch_size_reaches_every_task_when_trials_allow_one_each():
@@ -63,7 +42,7 @@ def tuned(tmp_path_factory):
     from dcoc.api.cpu import tune_metaschedule as tune_model
 
     d = tmp_path_factory.mktemp("budget")
-    path = _three_task_model(str(d / "three.onnx"))
+    path = three_task_onnx(str(d / "three.onnx"))
     lines: list = []
     res = tune_model(path, "llvm", trials=4, tuner="random", seed=0, work_dir=str(d / "wd"),
                      progress=lines.append, latency_repeat=2)
