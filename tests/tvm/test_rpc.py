@@ -161,3 +161,36 @@ def test_metaschedule_rpc_runner(cluster, conv_task, builder, tmp_path):
     later_ok = sum(e is None for batch in seen[1:] for e in batch)
     assert first_ok >= 1 and later_ok >= 1  # tuning went on after the kill
     assert summary["best_cost"] is not None
+
+
+def test_an_item_put_back_after_the_other_workers_left_ends_the_batch():
+    """Session a answers its item and, finding the queue empty, its worker leaves; session b
+    then fails on its first call (closed while idle) and puts its item back.  No worker is
+    left to take it: the batch must end (and report one item to retry), not wait forever."""
+    import collections
+    import threading
+    import time
+
+    from tvm_plugin.rpc.client import RPCSimMeasurer, _Session
+
+    def quick(text):
+        time.sleep(0.1)  # long enough for b's worker to take the second item
+        return '{"valid": true, "seconds": 0.001}'
+
+    def closed(text):
+        time.sleep(0.3)
+        raise ConnectionError("session closed")
+
+    m = RPCSimMeasurer("127.0.0.1:9")
+    m.sessions = [_Session(None, quick, "a"), _Session(None, closed, "b")]
+    queue = collections.deque([(0, "x"), (1, "y")])
+    results: list = [None, None]
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.update(n=m._run_queue(queue, results, retry=True)),
+                         daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "the batch waited for a worker that had left"
+    assert out["n"] == 1 and list(queue) == [(1, "y")]
+    assert results[0] is not None and results[0].error_no == 0 and results[1] is None
+    assert [s.name for s in m.sessions] == ["a"]

@@ -261,6 +261,12 @@ class RPCSimMeasurer(Measurer):
                     break
                 if not any(s.alive for s in self.sessions):
                     break
+                # a worker leaves when it finds the queue empty; an item put back after
+                # that (its session closed while idle) has no worker left to take it: the
+                # caller's next attempt measures it on fresh sessions
+                if not busy and not any(s.alive and s.thread is not None and s.thread.is_alive()
+                                        for s in self.sessions):
+                    break
                 now = time.monotonic()
                 for s in busy:
                     if now - s.busy_since > self.timeout:
