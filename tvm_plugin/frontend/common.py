@@ -75,3 +75,14 @@ def _static_shape(ty) -> tuple[int, ...] | None:
         return tuple(int(d) for d in shape)
     except (TypeError, ValueError):
         return None
+
+
+def _mutate_functions(mutator, mod):
+    """``mod`` with every Relax function visited by ``mutator`` (a PyExprMutator built on
+    ``mod``); PrimFuncs are kept as they are."""
+    from tvm import relax
+
+    for gv, func in list(mod.functions.items()):
+        if isinstance(func, relax.Function):
+            mutator.builder_.update_func(gv, mutator.visit_expr(func))
+    return mutator.builder_.get()

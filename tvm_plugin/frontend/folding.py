@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from tvm_plugin.frontend.common import _is_tensor, _static_shape
+from tvm_plugin.frontend.common import _is_tensor, _mutate_functions, _static_shape
 
 
 def _np_binary(fn):
@@ -123,9 +123,4 @@ def _fold_constants_numpy(mod):
                 return call
             return relax.const(res, str(dtype))
 
-    folder = _Fold(mod)
-    for gv, func in list(mod.functions.items()):
-        if isinstance(func, relax.Function):
-            folder.builder_.update_func(gv, folder.visit_expr(func))
-    return folder.builder_.get()
-
+    return _mutate_functions(_Fold(mod), mod)

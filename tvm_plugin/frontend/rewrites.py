@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tvm_plugin.frontend.common import _static_shape
+from tvm_plugin.frontend.common import _mutate_functions, _static_shape
 
 
 def rewrite_for_tvm(mod):
@@ -134,12 +134,7 @@ def fold_affine_into_conv(mod):
             value = self.builder_.normalize(relax.op.add(out, relax.const(shift)))
             self.builder_.emit_normalized(relax.VarBinding(binding.var, value))
 
-    rewriter = _Rewrite(mod)
-    for gv, f in list(mod.functions.items()):
-        if isinstance(f, relax.Function):
-            rewriter.builder_.update_func(gv, rewriter.visit_expr(f))
-    return rewriter.builder_.get()
-
+    return _mutate_functions(_Rewrite(mod), mod)
 
 
 def fast_erf(mod):
@@ -172,8 +167,4 @@ def fast_erf(mod):
                 else None)
     if not found:
         return mod
-    rewriter = _FastErf(mod)
-    for gv, f in list(mod.functions.items()):
-        if isinstance(f, relax.Function):
-            rewriter.builder_.update_func(gv, rewriter.visit_expr(f))
-    return rewriter.builder_.get()
+    return _mutate_functions(_FastErf(mod), mod)
