@@ -122,6 +122,21 @@ def test_profile_splits_time_by_kind_beside_onnxruntime(llvm):
     assert "untuned kernels" in text and "ONNX Runtime operators" in text
 
 
+def test_profile_keeps_onnxruntime_runs_outside_each_blocks_warm_up():
+    # profile_runs times each runtime in blocks that start with unprofiled warm-up runs;
+    # ONNX Runtime's profiler records those too, and only the others may be counted
+    from tvm_plugin.metaschedule.profile import _ort_runs
+
+    events = []
+    for i in range(4):  # a run's node events, then its model_run event (microseconds)
+        events.append({"cat": "Node", "name": "conv_kernel_time", "dur": 1000 * (i + 1),
+                       "args": {"op_name": "Conv"}})
+        events.append({"cat": "Session", "name": "model_run", "dur": 1500 * (i + 1)})
+    runs, walls, ops = _ort_runs(events, [False, True, False, True])
+    assert runs == [{"conv": 2.0}, {"conv": 4.0}]
+    assert walls == [3.0, 6.0] and ops == {"conv": "Conv"}
+
+
 def test_bench_cpu_appends_rows_as_it_goes_and_a_rerun_resumes(tmp_path):
     # a few seconds of tuning, each runtime timed in its own process; then a rerun with the
     # same rows file tunes and times nothing again, and one without the timing rows only times

@@ -9,7 +9,9 @@
 * ONNX Runtime per node (``SessionOptions.enable_profiling``: the ``*_kernel_time``
   events), on the optimized graph ONNX Runtime really runs (its fused ``FusedConv``,
   ``NCHWc`` reorders, ...), with ``intra_op_num_threads`` = the TVM runtime's threads;
-* in one loop, a TVM run then an ONNX Runtime run, so machine load hits both alike;
+* in alternating blocks of back-to-back runs, a pause between blocks (a thread pool
+  spinning after its runtime's run must not steal the other runtime's cores), so machine
+  load hits both alike;
 * and both models' end-to-end latency (no profiling), in alternating rounds.
 
 Both sides are grouped by operator kind (:data:`KINDS`); the glue of a side is the median
@@ -115,10 +117,10 @@ def _ort_groups(path: str) -> dict:
             for n in onnx.load(path, load_external_data=False).graph.node}
 
 
-def _ort_runs(events: list, warm: int) -> tuple[list, list, dict]:
+def _ort_runs(events: list, keep: Sequence[bool]) -> tuple[list, list, dict]:
     """ONNX Runtime profile events -> (per run: {node: ms}, per run: run ms, {node: op}).
-    A run's node events precede its ``model_run`` event; the first ``warm`` runs are
-    dropped."""
+    A run's node events precede its ``model_run`` event; run ``i`` is kept where
+    ``keep[i]`` (warm-up runs are not)."""
     runs, walls, ops, cur = [], [], {}, {}
     for e in events:
         if e.get("cat") == "Session" and e.get("name") == "model_run":
@@ -131,7 +133,13 @@ def _ort_runs(events: list, warm: int) -> tuple[list, list, dict]:
         name = e["name"][: -len("_kernel_time")]
         ops[name] = e.get("args", {}).get("op_name") or "?"
         cur[name] = cur.get(name, 0.0) + float(e.get("dur", 0)) / 1e3
-    return runs[warm:], walls[warm:], ops
+    sel = [i for i in range(len(runs)) if i < len(keep) and keep[i]]
+    return [runs[i] for i in sel], [walls[i] for i in sel], ops
+
+
+#: seconds between one runtime's timed block and the other's (:func:`profile_runs`,
+#: :func:`interleaved_latency`)
+SETTLE_S = 0.05
 
 
 class _VMTimer:
@@ -176,11 +184,18 @@ class _VMTimer:
 def profile_runs(executable, target, model_src, inputs: Mapping[str, np.ndarray],
                  input_names: Sequence[str], threads: int, runs: int = 20,
                  functions: Mapping[str, Any] | None = None, tuned: Sequence[str] = (),
-                 warm: int = 3) -> tuple[dict, dict]:
-    """Profile the TVM model and ONNX Runtime in ONE loop, a TVM run then an ONNX Runtime
-    run, so machine load hits both alike: ``(tvm, onnxruntime)`` with per-function /
-    per-node medians over ``runs`` runs, ``run_ms`` (median run) and ``glue_ms`` (median
-    over runs of the run minus its kernels)."""
+                 warm: int = 2, blocks: int = 4, settle_s: float = SETTLE_S) -> tuple[dict, dict]:
+    """Profile the TVM model and ONNX Runtime in alternating blocks (``blocks`` of each,
+    ``runs`` profiled runs per runtime in all), so machine load hits both alike:
+    ``(tvm, onnxruntime)`` with per-function / per-node medians over the runs, ``run_ms``
+    (median run) and ``glue_ms`` (median over runs of the run minus its kernels).
+
+    Each block starts ``settle_s`` after the other runtime's and with ``warm`` unprofiled
+    runs: both thread pools keep their workers spinning for a while after a run, and a
+    worker of one runtime spinning on a core the other needs stalls the other's parallel
+    kernels for a scheduler time slice (about 4 ms each on 2 cores); a pool whose workers
+    have gone to sleep pays their wake-up instead.  Within a block each runtime runs back
+    to back, as in :func:`interleaved_latency`."""
     import tvm
 
     from tvm_plugin.metaschedule.build import device_of
@@ -189,16 +204,23 @@ def profile_runs(executable, target, model_src, inputs: Mapping[str, np.ndarray]
     timer = _VMTimer(executable, dev, [tvm.runtime.tensor(np.ascontiguousarray(inputs[n]), dev)
                                        for n in input_names])
     feed = dict(inputs)
-    tvm_runs = []
+    blocks = max(1, min(int(blocks), int(runs)))
+    sizes = [runs // blocks + (1 if b < runs % blocks else 0) for b in range(blocks)]
+    tvm_runs, keep = [], []
     with tempfile.TemporaryDirectory(prefix="dcoc-ort-") as tmp:
         opt = os.path.join(tmp, "optimized.onnx")
         sess = ort_session(model_src, threads, profile_prefix=os.path.join(tmp, "ort"),
                            optimized_path=opt)
-        for i in range(warm + runs):
-            r = timer.run()
-            if i >= warm:
-                tvm_runs.append(r)
-            sess.run(None, feed)
+        for n in sizes:
+            time.sleep(settle_s)
+            for i in range(warm + n):
+                r = timer.run()
+                if i >= warm:
+                    tvm_runs.append(r)
+            time.sleep(settle_s)
+            for i in range(warm + n):
+                sess.run(None, feed)
+                keep.append(i >= warm)
         with open(sess.end_profiling()) as f:
             events = json.load(f)
         groups = _ort_groups(opt)
@@ -217,7 +239,7 @@ def profile_runs(executable, target, model_src, inputs: Mapping[str, np.ndarray]
     t = {"functions": rows, "kernels_ms": float(sum(r["ms"] for r in rows)),
          "run_ms": float(statistics.median(w for w, _ in tvm_runs)),
          "glue_ms": float(statistics.median(w - sum(v[1] for v in r.values()) for w, r in tvm_runs))}
-    ort_runs, walls, ops = _ort_runs(events, warm)
+    ort_runs, walls, ops = _ort_runs(events, keep)
     nodes = []
     for name, op in ops.items():
         nodes.append({"name": name, "op": op, "kind": ort_kind(op, groups.get(name, (op, 1))[1]),
@@ -243,7 +265,9 @@ def interleaved_latency(executables: Mapping[str, Any], target, inputs: Mapping[
     best = {k: math.inf for k in list(executables) + ["onnxruntime"]}
     for _ in range(rounds):
         for k, ex in executables.items():
+            time.sleep(SETTLE_S)  # the other runtime's spinning workers park first
             best[k] = min(best[k], measure_latency(ex, target, arrays, repeat=3)["median_ms"])
+        time.sleep(SETTLE_S)
         best["onnxruntime"] = min(best["onnxruntime"], onnxruntime_latency_ms(
             model_src, threads=threads, repeat=3, inputs=inputs, session=sess))
     return best
@@ -326,7 +350,7 @@ def format_profile(prof: Mapping, top: int = 15) -> str:
              f"({prof.get('label', 'compiled')}), ONNX Runtime {o['latency_ms']:.3f} ms, "
              f"ratio {t['latency_ms'] / o['latency_ms']:.2f} (end to end, timed in alternating "
              f"rounds); {prof['threads']} thread(s) each; target {prof.get('target', '')}", "",
-             f"Profiled runs (TVM and ONNX Runtime alternating, medians of {prof.get('runs', '?')}): "
+             f"Profiled runs (TVM and ONNX Runtime in alternating blocks, medians of {prof.get('runs', '?')}): "
              f"TVM {t['run_ms']:.3f} ms per run, ONNX Runtime {o['run_ms']:.3f} ms.", ""]
     lines += ["| part | TVM functions | TVM ms | ONNX Runtime ms | gap ms | share of gap |",
               "|---|---:|---:|---:|---:|---:|"]
