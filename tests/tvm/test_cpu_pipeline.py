@@ -266,3 +266,55 @@ def test_gelu_uses_the_fast_erf_and_matches_onnxruntime(llvm):
     x = (rng.standard_normal((8, 32)) * 2).astype("float32")
     got = make_model_runner(ex, llvm.tvm, ["x"])({"x": x})[0]
     np.testing.assert_allclose(got, _ort(proto, x), rtol=1e-4, atol=1e-5)
+
+
+def test_onnx_sum_becomes_adds_that_fuse_into_the_conv_and_matches_onnxruntime(llvm):
+    """Conv + Sum(conv, input, per-channel constant) + ReLU, a residual join as Caffe2
+    exports it: one fused conv task with the adds and the ReLU in its epilogue (no
+    stack/sum kernel left), and the compiled model matches ONNX Runtime."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tvm_plugin.frontend import load
+    from tvm_plugin.metaschedule.build import compile_model, make_model_runner
+
+    rng = np.random.default_rng(1)
+    consts = {"w": (rng.standard_normal((8, 8, 3, 3)) * 0.3).astype("float32"),
+              "k": rng.standard_normal((1, 8, 1, 1)).astype("float32")}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Sum", ["c", "x", "k"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    g = helper.make_graph(nodes, "residual_sum",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 10, 10])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 10, 10])],
+                          initializer=[numpy_helper.from_array(v, k) for k, v in consts.items()])
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    proto.ir_version = 8
+    m = load(proto, name="residual_sum")
+    assert "R.stack" in m.mod["main"].script()  # how the importer spells Sum
+    (task,) = m.tasks(llvm)
+    assert re.fullmatch(r"fused_conv2d_add\d*_add\d*_relu\d*", task.ms_task.task_name), \
+        task.ms_task.task_name
+    ex, report = compile_model(None, m.mod, llvm.tvm)
+    assert not [n for n in report["functions"] if re.search("stack|sum|broadcast", n)]
+    x = rng.standard_normal((1, 8, 10, 10)).astype("float32")
+    got = make_model_runner(ex, llvm.tvm, ["x"])({"x": x})[0]
+    np.testing.assert_allclose(got, _ort(proto, x), rtol=1e-4, atol=1e-5)
+
+
+def test_a_stack_with_another_use_is_not_rewritten():
+    from tvm.script import relax as R
+
+    from tvm_plugin.frontend.rewrites import sum_as_adds
+
+    @R.function
+    def main(a: R.Tensor((1, 4), "float32"), b: R.Tensor((1, 4), "float32")):
+        with R.dataflow():
+            s = R.stack((a, b), axis=0)
+            t = R.sum(s, axis=[0], keepdims=False)
+            u = R.max(s, axis=[0], keepdims=False)
+            v = R.add(t, u)
+            R.output(v)
+        return v
+
+    mod = tvm_module(main)
+    assert sum_as_adds(mod).same_as(mod)

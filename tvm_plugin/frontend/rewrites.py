@@ -4,8 +4,9 @@ kernels do that TVM's stock pipeline does not.
 
 * :func:`fold_affine_into_conv`: batch norm and bias folded into the conv weights.
 * :func:`fast_erf`: ``erf`` (exact GELU) as TVM's vectorizable rational approximation.
+* :func:`sum_as_adds`: ONNX ``Sum`` (residual joins) as adds the conv before it can fuse.
 
-:func:`rewrite_for_tvm` applies both; ``lower_for_tuning`` and ``compile_model`` call it, so
+:func:`rewrite_for_tvm` applies them all; ``lower_for_tuning`` and ``compile_model`` call it, so
 task keys and compiled functions agree.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from tvm_plugin.frontend.common import _mutate_functions, _static_shape
 
 def rewrite_for_tvm(mod):
     """Every rewrite of this module, in order, on an unfused Relax module."""
-    return fast_erf(fold_affine_into_conv(mod))
+    return fast_erf(fold_affine_into_conv(sum_as_adds(mod)))
 
 
 #: the per-channel affine steps :func:`fold_affine_into_conv` folds: (scale, shift) of
@@ -168,3 +169,85 @@ def fast_erf(mod):
     if not found:
         return mod
     return _mutate_functions(_FastErf(mod), mod)
+
+
+def sum_as_adds(mod):
+    """Replace ``sum(stack((broadcast_to(a, S), broadcast_to(b, S), ...)), axis=0)`` -- how
+    TVM's ONNX importer spells ONNX ``Sum``, e.g. the residual join of Caffe2-exported
+    ResNets -- by ``a + b + ...``.
+
+    The stacked form copies every operand into a new tensor and reduces it in a kernel of
+    its own, and the ``broadcast_to`` ends the fusion group of the conv before it; as adds,
+    the join (and the ReLU after it) fuse into that conv's epilogue, as ONNX Runtime fuses
+    ``Conv + Sum + Relu``.  Only stacks whose single use is that sum are rewritten; the
+    result is broadcast to ``S`` where the operands alone would not reach it.
+    """
+    import tvm
+    from tvm import relax
+
+    def op_name(e):
+        return e.op.name if isinstance(e, relax.Call) and isinstance(e.op, tvm.ir.Op) else None
+
+    bound: dict = {}
+    users: dict = {}
+    for f in mod.functions.values():
+        if not isinstance(f, relax.Function) or not isinstance(f.body, relax.SeqExpr):
+            continue
+        for block in f.body.blocks:
+            for b in block.bindings:
+                if isinstance(b, relax.VarBinding):
+                    bound[b.var] = b.value
+                    for v in relax.analysis.free_vars(b.value):
+                        users.setdefault(v, []).append(b.var)
+        for v in relax.analysis.free_vars(f.body.body):
+            users.setdefault(v, []).append(None)
+
+    rewrites: dict = {}  # sum var -> (operands, output shape)
+    dropped: set = set()
+    for var, value in bound.items():
+        if op_name(value) != "relax.sum" or not isinstance(value.args[0], relax.Var):
+            continue
+        stacked = value.args[0]
+        stack = bound.get(stacked)
+        axis = value.attrs.axis
+        if (op_name(stack) != "relax.stack" or users.get(stacked) != [var]
+                or axis is None or [int(a) for a in axis] != [0] or bool(value.attrs.keepdims)
+                or int(stack.attrs.axis) != 0 or not isinstance(stack.args[0], relax.Tuple)):
+            continue
+        out_shape = _static_shape(var.ty)
+        dtype = str(var.ty.dtype)
+        operands, gone = [], []
+        for t in stack.args[0].fields:
+            src = bound.get(t) if isinstance(t, relax.Var) else None
+            if op_name(src) == "relax.broadcast_to":
+                operands.append(src.args[0])
+                if users.get(t) == [stacked]:
+                    gone.append(t)
+            else:
+                operands.append(t)
+        if (out_shape is None or len(operands) < 2
+                or any(str(getattr(o.ty, "dtype", "")) != dtype for o in operands)):
+            continue
+        rewrites[var] = (operands, out_shape)
+        dropped.update([stacked, *gone])
+    if not rewrites:
+        return mod
+
+    @relax.expr_functor.mutator
+    class _SumAsAdds(relax.PyExprMutator):
+        def visit_var_binding_(self, binding):  # noqa: N802 - TVM visitor name
+            if binding.var in dropped:
+                return
+            if binding.var not in rewrites:
+                return super().visit_var_binding_(binding)
+            operands, shape = rewrites[binding.var]
+            acc = self.visit_expr(operands[0])
+            for o in operands[1:]:
+                acc = self.builder_.normalize(relax.op.add(acc, self.visit_expr(o)))
+                if o is not operands[-1]:
+                    acc = self.builder_.emit(acc)
+            if _static_shape(acc.ty) != shape:
+                acc = self.builder_.normalize(relax.op.broadcast_to(acc, relax.ShapeExpr(shape)))
+            self.builder_.emit_normalized(relax.VarBinding(binding.var, acc))
+
+    return _mutate_functions(_SumAsAdds(mod), mod)
