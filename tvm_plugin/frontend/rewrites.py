@@ -21,6 +21,35 @@ def rewrite_for_tvm(mod):
     return fast_erf(fold_affine_into_conv(sum_as_adds(mod)))
 
 
+def _op_name(e):
+    """The operator name of a Relax call (``"relax.add"``), else None."""
+    import tvm
+    from tvm import relax
+
+    return e.op.name if isinstance(e, relax.Call) and isinstance(e.op, tvm.ir.Op) else None
+
+
+def _bindings(funcs):
+    """``(bound, users)`` over the dataflow of Relax functions ``funcs``: each bound var's
+    value, and each var's users (the vars bound from it; ``None`` for a function's output)."""
+    from tvm import relax
+
+    bound: dict = {}
+    users: dict = {}
+    for f in funcs:
+        if not isinstance(f, relax.Function) or not isinstance(f.body, relax.SeqExpr):
+            continue
+        for block in f.body.blocks:
+            for b in block.bindings:
+                if isinstance(b, relax.VarBinding):
+                    bound[b.var] = b.value
+                    for v in relax.analysis.free_vars(b.value):
+                        users.setdefault(v, []).append(b.var)
+        for v in relax.analysis.free_vars(f.body.body):
+            users.setdefault(v, []).append(None)
+    return bound, users
+
+
 #: the per-channel affine steps :func:`fold_affine_into_conv` folds: (scale, shift) of
 #: ``y = op(x, k)`` as ``y = scale * x + shift``
 _AFFINE = {
@@ -43,30 +72,17 @@ def fold_affine_into_conv(mod):
     intermediate results have no other use are folded; the arithmetic is done in float64
     and rounded once to the weights' dtype.
     """
-    import tvm
     from tvm import relax
     from tvm.ir.expr import Constant
 
     func = mod["main"] if "main" in [gv.name_hint for gv in mod.get_global_vars()] else None
     if not isinstance(func, relax.Function) or not isinstance(func.body, relax.SeqExpr):
         return mod
-    bound: dict = {}
-    users: dict = {}
-    for block in func.body.blocks:
-        for b in block.bindings:
-            if isinstance(b, relax.VarBinding):
-                bound[b.var] = b.value
-                for v in relax.analysis.free_vars(b.value):
-                    users.setdefault(v, []).append(b.var)
-    for v in relax.analysis.free_vars(func.body.body):
-        users.setdefault(v, []).append(None)
+    bound, users = _bindings([func])
 
     def const(e):
         e = bound.get(e, e) if isinstance(e, relax.Var) else e
         return e.value.numpy() if isinstance(e, Constant) else None
-
-    def op_name(e):
-        return e.op.name if isinstance(e, relax.Call) and isinstance(e.op, tvm.ir.Op) else None
 
     def channel_vector(k, channels):
         """k as a float64 vector over the channels, or None if k is not per-channel."""
@@ -80,7 +96,7 @@ def fold_affine_into_conv(mod):
     rewrites: dict = {}  # chain end var -> (conv call, new weight, shift)
     dropped: set = set()
     for var, value in bound.items():
-        if op_name(value) != "relax.nn.conv2d":
+        if _op_name(value) != "relax.nn.conv2d":
             continue
         attrs = value.attrs
         w = const(value.args[1])
@@ -96,7 +112,7 @@ def fold_affine_into_conv(mod):
         while len(users.get(cur, [])) == 1 and users[cur][0] is not None:
             nxt = users[cur][0]
             call = bound.get(nxt)
-            name = op_name(call)
+            name = _op_name(call)
             if name not in _AFFINE or _static_shape(nxt.ty) != shape:
                 break
             a0, a1 = call.args[0], call.args[1]
@@ -182,35 +198,19 @@ def sum_as_adds(mod):
     ``Conv + Sum + Relu``.  Only stacks whose single use is that sum are rewritten; the
     result is broadcast to ``S`` where the operands alone would not reach it.
     """
-    import tvm
     from tvm import relax
 
-    def op_name(e):
-        return e.op.name if isinstance(e, relax.Call) and isinstance(e.op, tvm.ir.Op) else None
-
-    bound: dict = {}
-    users: dict = {}
-    for f in mod.functions.values():
-        if not isinstance(f, relax.Function) or not isinstance(f.body, relax.SeqExpr):
-            continue
-        for block in f.body.blocks:
-            for b in block.bindings:
-                if isinstance(b, relax.VarBinding):
-                    bound[b.var] = b.value
-                    for v in relax.analysis.free_vars(b.value):
-                        users.setdefault(v, []).append(b.var)
-        for v in relax.analysis.free_vars(f.body.body):
-            users.setdefault(v, []).append(None)
+    bound, users = _bindings(mod.functions.values())
 
     rewrites: dict = {}  # sum var -> (operands, output shape)
     dropped: set = set()
     for var, value in bound.items():
-        if op_name(value) != "relax.sum" or not isinstance(value.args[0], relax.Var):
+        if _op_name(value) != "relax.sum" or not isinstance(value.args[0], relax.Var):
             continue
         stacked = value.args[0]
         stack = bound.get(stacked)
         axis = value.attrs.axis
-        if (op_name(stack) != "relax.stack" or users.get(stacked) != [var]
+        if (_op_name(stack) != "relax.stack" or users.get(stacked) != [var]
                 or axis is None or [int(a) for a in axis] != [0] or bool(value.attrs.keepdims)
                 or int(stack.attrs.axis) != 0 or not isinstance(stack.args[0], relax.Tuple)):
             continue
@@ -219,7 +219,7 @@ def sum_as_adds(mod):
         operands, gone = [], []
         for t in stack.args[0].fields:
             src = bound.get(t) if isinstance(t, relax.Var) else None
-            if op_name(src) == "relax.broadcast_to":
+            if _op_name(src) == "relax.broadcast_to":
                 operands.append(src.args[0])
                 if users.get(t) == [stacked]:
                     gone.append(t)
